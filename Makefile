@@ -1,0 +1,40 @@
+# Switchyard: `make start` runs the service (embedded Postgres unless DATABASE_URL is set);
+# `make test` runs every test suite. Both install and build first on a fresh clone.
+NODE ?= node
+TEST_ARGS ?=
+
+.PHONY: all install build start test bench bench-eval bench-capture bench-propagation clean
+
+all: build
+
+# `npm ci` rejects this lockfile because the registry here lacks some other platforms'
+# optional packages (msgpackr-extract darwin/win32); `npm install` honours the lockfile.
+node_modules/.installed: package.json package-lock.json
+	npm install --no-audit --no-fund
+	@touch $@
+
+install: node_modules/.installed
+
+build: node_modules/.installed
+	npx tsc -p tsconfig.json
+
+start: build
+	$(NODE) dist/src/cli.js start
+
+test: build
+	$(NODE) dist/test/run.js $(TEST_ARGS)
+
+bench-eval: build
+	$(NODE) dist/bench/evaluation.js
+
+bench: build
+	$(NODE) dist/bench/flags.js
+
+bench-propagation: build
+	$(NODE) dist/bench/propagation.js
+
+bench-capture: build
+	$(NODE) dist/bench/capture.js
+
+clean:
+	rm -rf dist

@@ -1,0 +1,34 @@
+#!/usr/bin/env node
+/**
+ * `switchyard <command>`: the one entry point (DESIGN.md layout). Each sub-command lives in
+ * src/commands/<name>.ts and exports `run(argv: string[]): Promise<number>` (the exit code).
+ */
+const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
+};
+
+function usage(): string {
+  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(14)} ${c.summary}`);
+  return `usage: switchyard <command> [options]\n\ncommands:\n${lines.join('\n')}\n`;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(usage());
+    return name ? 0 : 2;
+  }
+  const cmd = COMMANDS[name];
+  if (!cmd) {
+    process.stderr.write(`switchyard: unknown command "${name}"\n${usage()}`);
+    return 2;
+  }
+  return (await cmd.load()).run(rest);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => { process.exitCode = code; },
+  (err: unknown) => {
+    process.stderr.write(`switchyard: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,125 @@
+/**
+ * Configuration: environment variables read and validated once, at start-up, into a frozen
+ * typed object (DESIGN.md "Processes"; STYLE.md rule 6). Nothing else reads `process.env`.
+ *
+ * A bad value throws {@link ConfigError} naming the variable, and start-up stops.
+ */
+import path from 'node:path';
+import { createRequire } from 'node:module';
+
+/** Thrown for an invalid environment variable; the message names it. */
+export class ConfigError extends Error {
+  constructor(readonly variable: string, message: string) {
+    super(`${variable}: ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** The validated configuration of every Switchyard process. Units are in the names. */
+export interface Config {
+  /** Postgres URL; null → `switchyard start` runs embedded Postgres under `dataDir`. */
+  readonly databaseUrl: string | null;
+  /** Root of everything a process keeps on disk (embedded Postgres, LMDB). */
+  readonly dataDir: string;
+  /** Address every listener binds to. */
+  readonly host: string;
+  /** Management API port (control plane). */
+  readonly apiPort: number;
+  /** gRPC port (control plane). */
+  readonly grpcPort: number;
+  /** /flags and capture port (evaluation node). */
+  readonly flagsPort: number;
+  /** gRPC address (`host:port`) an evaluation node connects to. */
+  readonly controlPlane: string;
+  /** Shared secret checked on every gRPC call; null means "generate one" for `switchyard start`. */
+  readonly clusterToken: string | null;
+  /** Piscina pool size; 0 evaluates on the IO thread. */
+  readonly evalThreads: number;
+  /** Path of a GeoLite2-City .mmdb file. */
+  readonly geoipDbPath: string;
+  /** Value of the bootstrap personal API key (`phx_…`), or null to generate one. */
+  readonly bootstrapPersonalApiKey: string | null;
+  /** Value of the bootstrap project API key (`phc_…`), or null to generate one. */
+  readonly bootstrapProjectApiKey: string | null;
+  /** Largest accepted request body on the management API, in bytes. */
+  readonly maxApiBodyBytes: number;
+  /** Largest accepted request body on /flags and capture, in bytes. */
+  readonly maxPublicBodyBytes: number;
+  /** Largest size of the capture outbox on a node before capture answers 503, in bytes. */
+  readonly maxOutboxBytes: number;
+  /** pino level. */
+  readonly logLevel: string;
+}
+
+const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
+/** Default GeoLite2-City database: the one shipped by the `geoip-database` package. */
+export function defaultGeoipDbPath(): string {
+  const require = createRequire(import.meta.url);
+  return path.join(path.dirname(require.resolve('geoip-database/package.json')), 'GeoLite2-City.mmdb');
+}
+
+function str(env: NodeJS.ProcessEnv, name: string): string | null {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? null : v.trim();
+}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = str(env, name);
+  if (raw === null) return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `expected an integer, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(name, `expected ${min}..${max}, got ${n}`);
+  return n;
+}
+
+function prefixed(env: NodeJS.ProcessEnv, name: string, prefix: string): string | null {
+  const v = str(env, name);
+  if (v !== null && (!v.startsWith(prefix) || v.length < prefix.length + 16 || !/^[A-Za-z0-9_]+$/.test(v))) {
+    throw new ConfigError(name, `must start with "${prefix}" followed by at least 16 letters, digits or underscores`);
+  }
+  return v;
+}
+
+/**
+ * Reads and validates the configuration from `env` (default `process.env`).
+ * @throws ConfigError naming the first invalid variable.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const logLevel = (str(env, 'SWITCHYARD_LOG_LEVEL') ?? 'info').toLowerCase();
+  if (!LOG_LEVELS.has(logLevel)) throw new ConfigError('SWITCHYARD_LOG_LEVEL', `expected one of ${[...LOG_LEVELS].join(', ')}`);
+  const databaseUrl = str(env, 'DATABASE_URL');
+  if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL', 'expected a postgres:// or postgresql:// URL');
+  }
+  const controlPlane = str(env, 'SWITCHYARD_CONTROL_PLANE') ?? '127.0.0.1:50051';
+  if (!/^[^\s:]+:\d+$/.test(controlPlane)) throw new ConfigError('SWITCHYARD_CONTROL_PLANE', 'expected host:port');
+  const cfg: Config = {
+    databaseUrl,
+    dataDir: path.resolve(str(env, 'SWITCHYARD_DATA_DIR') ?? './.switchyard'),
+    host: str(env, 'SWITCHYARD_HOST') ?? '127.0.0.1',
+    apiPort: int(env, 'SWITCHYARD_API_PORT', 8000, 0, 65535),
+    grpcPort: int(env, 'SWITCHYARD_GRPC_PORT', 50051, 0, 65535),
+    flagsPort: int(env, 'SWITCHYARD_FLAGS_PORT', 8010, 0, 65535),
+    controlPlane,
+    clusterToken: str(env, 'SWITCHYARD_CLUSTER_TOKEN'),
+    evalThreads: int(env, 'SWITCHYARD_EVAL_THREADS', 0, 0, 256),
+    geoipDbPath: str(env, 'SWITCHYARD_GEOIP_DB') ?? defaultGeoipDbPath(),
+    bootstrapPersonalApiKey: prefixed(env, 'SWITCHYARD_BOOTSTRAP_PERSONAL_API_KEY', 'phx_'),
+    bootstrapProjectApiKey: prefixed(env, 'SWITCHYARD_BOOTSTRAP_PROJECT_API_KEY', 'phc_'),
+    maxApiBodyBytes: int(env, 'SWITCHYARD_MAX_API_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    maxPublicBodyBytes: int(env, 'SWITCHYARD_MAX_PUBLIC_BODY_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    maxOutboxBytes: int(env, 'SWITCHYARD_MAX_OUTBOX_BYTES', 1024 * 1024 * 1024, 1024 * 1024, Number.MAX_SAFE_INTEGER),
+    logLevel,
+  };
+  return Object.freeze(cfg);
+}
+
+/**
+ * A configuration for tests: ports 0 (the OS picks free ones), a given data dir, quiet logs.
+ * `overrides` replace individual fields.
+ */
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  const base = loadConfig({ SWITCHYARD_LOG_LEVEL: 'silent' });
+  return Object.freeze({ ...base, apiPort: 0, grpcPort: 0, flagsPort: 0, clusterToken: 'test-cluster-token', ...overrides });
+}
