@@ -1,0 +1,96 @@
+/**
+ * The entity payloads carried by the change log and the gRPC Watch stream: one function per
+ * kind turns a database row into the state an evaluation node keeps. The change-log writer
+ * (a write's transaction) and the snapshot builder (gRPC Watch) both call these, so a node
+ * sees the same shape whether it got the entity from a snapshot or from the tail.
+ *
+ * Entity ids: `String(row.id)` except group-type mappings (`<project_id>:<index>`).
+ * Source of the flag shape: the local-evaluation feed's MinimalFlag (research/posthog-management-api.md §2.9).
+ */
+
+/** Every entity kind in the change log. Persons, groups and hash-key overrides arrive with capture (issue 4/4). */
+export type EntityKind =
+  | 'organization'
+  | 'project'
+  | 'feature_flag'
+  | 'cohort'
+  | 'group_type_mapping'
+  | 'personal_api_key'
+  | 'person'
+  | 'group'
+  | 'hash_key_override';
+
+/** Organization state a node needs: the monthly /flags quota (null = unlimited). */
+export interface OrganizationEntity { id: number; name: string; monthly_flag_requests_limit: number | null; quota_limited: boolean }
+
+/** Project state a node needs to resolve a project API key. */
+export interface ProjectEntity { id: number; organization_id: number; name: string; api_token: string; timezone: string }
+
+/** A feature flag as evaluation needs it (MinimalFlag, plus `team_id` = project id and remote-config marker). */
+export interface FeatureFlagEntity {
+  id: number;
+  team_id: number;
+  key: string;
+  name: string;
+  filters: Record<string, unknown>;
+  deleted: boolean;
+  active: boolean;
+  ensure_experience_continuity: boolean;
+  version: number;
+  evaluation_runtime: string;
+  evaluation_tags: string[];
+  bucketing_identifier: string | null;
+  has_encrypted_payloads: boolean;
+  is_remote_configuration: boolean;
+}
+
+/** A cohort definition (`filters.properties` is `{type, values}`). */
+export interface CohortEntity { id: number; project_id: number; name: string; filters: Record<string, unknown>; is_static: boolean; deleted: boolean }
+
+/** One group type of a project. */
+export interface GroupTypeMappingEntity { project_id: number; group_type: string; group_type_index: number }
+
+/** A personal API key as a node needs it to authorise `GET /flags/definitions` (hash only, never the value). */
+export interface PersonalApiKeyEntity { id: string; organization_id: number; secure_value: string; scopes: string[]; scoped_teams: number[] }
+
+/** Row shape of `feature_flags` as selected with `SELECT *`. */
+export interface FeatureFlagRow {
+  id: number; project_id: number; key: string; name: string; filters: Record<string, unknown>; deleted: boolean; active: boolean;
+  version: number; ensure_experience_continuity: boolean | null; evaluation_runtime: string; evaluation_tags: string[];
+  bucketing_identifier: string | null; has_encrypted_payloads: boolean; is_remote_configuration: boolean;
+}
+
+/** feature_flags row → {@link FeatureFlagEntity}. */
+export function featureFlagEntity(row: FeatureFlagRow): FeatureFlagEntity {
+  return {
+    id: row.id,
+    team_id: row.project_id,
+    key: row.key,
+    name: row.name,
+    filters: row.filters,
+    deleted: row.deleted,
+    active: row.active,
+    ensure_experience_continuity: row.ensure_experience_continuity ?? false,
+    version: row.version,
+    evaluation_runtime: row.evaluation_runtime,
+    evaluation_tags: row.evaluation_tags,
+    bucketing_identifier: row.bucketing_identifier,
+    has_encrypted_payloads: row.has_encrypted_payloads,
+    is_remote_configuration: row.is_remote_configuration,
+  };
+}
+
+/** projects row → {@link ProjectEntity}. */
+export function projectEntity(row: { id: number; organization_id: number; name: string; api_token: string; timezone: string }): ProjectEntity {
+  return { id: row.id, organization_id: row.organization_id, name: row.name, api_token: row.api_token, timezone: row.timezone };
+}
+
+/** cohorts row → {@link CohortEntity}. */
+export function cohortEntity(row: { id: number; project_id: number; name: string; filters: Record<string, unknown>; is_static: boolean; deleted: boolean }): CohortEntity {
+  return { id: row.id, project_id: row.project_id, name: row.name, filters: row.filters, is_static: row.is_static, deleted: row.deleted };
+}
+
+/** Entity id of a group-type mapping. */
+export function groupTypeMappingId(projectId: number, index: number): string {
+  return `${projectId}:${index}`;
+}
