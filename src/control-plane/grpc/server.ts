@@ -1,0 +1,100 @@
+/**
+ * The control plane's gRPC server (DESIGN.md "Processes": port SWITCHYARD_GRPC_PORT, default
+ * 50051): serves proto/switchyard.proto's `switchyard.v1.Switchyard` with
+ * - `Watch` (watch.ts), fed by one change-log listener per process (change-feed.ts);
+ * - `Ingest`, `ReportUsage`: declared in the contract, answered UNIMPLEMENTED (after the
+ *   cluster-token check) until their handlers land — add them to `handlers` below.
+ *
+ * Keep-alive: HTTP/2 pings every {@link KEEPALIVE_TIME_MS}, connection dropped when one is not
+ * answered within {@link KEEPALIVE_TIMEOUT_MS}; on top of that Watch sends Heartbeat events.
+ */
+import * as grpc from '@grpc/grpc-js';
+import type { Sql } from '../db/connect.js';
+import type { Config } from '../../config.js';
+import type { Logger } from '../../log.js';
+import { switchyardService } from '../../grpc/loader.js';
+import { hasClusterToken, unauthenticated } from './auth.js';
+import { startChangeFeed } from './change-feed.js';
+import { createWatchHandler, type WatchOptions } from './watch.js';
+
+/** Interval between HTTP/2 keep-alive pings on idle connections, in milliseconds. */
+export const KEEPALIVE_TIME_MS = 30_000;
+/** How long a keep-alive ping may go unanswered before the connection is closed, in milliseconds. */
+export const KEEPALIVE_TIMEOUT_MS = 10_000;
+/** Grace period for in-flight calls on close before they are cancelled, in milliseconds. */
+export const SHUTDOWN_GRACE_MS = 2_000;
+
+/** Dependencies of {@link startGrpcServer}; `watch` overrides Watch tunables (tests). */
+export interface GrpcServerDeps { sql: Sql; config: Config; log: Logger; watch?: Partial<WatchOptions> }
+
+/** A running gRPC server. */
+export interface GrpcServer {
+  /** Bound port (the OS's pick when config.grpcPort is 0). */
+  port: number;
+  /** Ends every Watch stream with UNAVAILABLE, stops the change feed and the server. */
+  close(): Promise<void>;
+}
+
+/**
+ * Binds `${config.host}:${config.grpcPort}` (insecure transport; the cluster token
+ * authenticates calls) and starts serving.
+ * @throws when config.clusterToken is null (a control plane must not accept anonymous nodes),
+ *   when the port cannot be bound, or when LISTEN fails.
+ */
+export async function startGrpcServer(deps: GrpcServerDeps): Promise<GrpcServer> {
+  const { sql, config } = deps;
+  const log = deps.log.child({ component: 'grpc' });
+  const token = config.clusterToken;
+  if (token === null) throw new Error('SWITCHYARD_CLUSTER_TOKEN is required to serve gRPC');
+
+  const feed = await startChangeFeed(sql, log);
+  const watch = createWatchHandler({ sql, feed, log, clusterToken: token, options: deps.watch });
+
+  const unimplemented = (name: string) => (call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerDuplexStream<unknown, unknown>,
+    callback?: grpc.sendUnaryData<unknown>): void => {
+    const status = hasClusterToken(call.metadata, token) ? { code: grpc.status.UNIMPLEMENTED, details: `${name} is not implemented yet` } : unauthenticated();
+    if (callback) { callback(status as grpc.ServiceError, null); return; }
+    call.emit('error', status);
+  };
+  const handlers: grpc.UntypedServiceImplementation = {
+    Watch: watch.handler as grpc.UntypedHandleCall,
+    Ingest: unimplemented('Ingest') as grpc.UntypedHandleCall,
+    ReportUsage: unimplemented('ReportUsage') as grpc.UntypedHandleCall,
+  };
+
+  const server = new grpc.Server({
+    'grpc.keepalive_time_ms': KEEPALIVE_TIME_MS,
+    'grpc.keepalive_timeout_ms': KEEPALIVE_TIMEOUT_MS,
+    'grpc.keepalive_permit_without_calls': 1,
+  });
+  server.addService(switchyardService().service, handlers);
+  let port: number;
+  try {
+    port = await new Promise<number>((resolve, reject) => {
+      server.bindAsync(`${config.host}:${config.grpcPort}`, grpc.ServerCredentials.createInsecure(), (err, p) => {
+        if (err) { reject(err); return; }
+        resolve(p);
+      });
+    });
+  } catch (err) {
+    await feed.close();
+    throw err;
+  }
+  log.info({ port }, 'gRPC server listening');
+
+  let closing: Promise<void> | null = null;
+  return {
+    port,
+    close() {
+      closing ??= (async () => {
+        watch.registry.closeAll();
+        await feed.close();
+        await new Promise<void>((resolve) => {
+          const force = setTimeout(() => { server.forceShutdown(); resolve(); }, SHUTDOWN_GRACE_MS);
+          server.tryShutdown(() => { clearTimeout(force); resolve(); });
+        });
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,63 @@
+/**
+ * An evaluation node's lifecycle (DESIGN.md "Evaluation node"): open the LMDB store under
+ * `<dataDir>/lmdb`, serve what it holds at once, and keep it in step with the control plane
+ * through the Watch client. The HTTP layer (src/eval-node/http/server.ts) attaches to
+ * {@link EvalNode.store} and reads sync status from {@link EvalNode.sync}.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
+import { openNodeStore, type NodeStore } from './store/lmdb.js';
+import { startWatchClient, type WatchClient, type WatchClientOptions } from './sync/client.js';
+
+/** Location of the node's LMDB environment inside the data dir. */
+export function nodeStorePath(config: Config): string {
+  return path.join(config.dataDir, 'lmdb');
+}
+
+/** A running evaluation node (store + sync; HTTP is attached by the caller). */
+export interface EvalNode {
+  /** Read API over the node's state; readable before, during and after sync. */
+  store: NodeStore;
+  /** The Watch client: `sync.state()` for `/_ready` (with store.hasCompleteSnapshot()) and `/metrics`. */
+  sync: WatchClient;
+  /** Stops syncing and closes the store. */
+  close(): Promise<void>;
+}
+
+/** Options of {@link startEvalNode}: node identity and sync tunables (tests shorten backoff). */
+export interface EvalNodeOptions {
+  nodeId?: string;
+  sync?: Partial<Pick<WatchClientOptions, 'backoff' | 'idleTimeoutMs'>>;
+}
+
+/**
+ * Opens the store and starts syncing from `config.controlPlane`; resolves as soon as the
+ * store is open (it does not wait for the control plane).
+ * @throws when config.clusterToken is null, or the store cannot be opened.
+ */
+export async function startEvalNode(config: Config, log: Logger, opts: EvalNodeOptions = {}): Promise<EvalNode> {
+  if (config.clusterToken === null) throw new Error('SWITCHYARD_CLUSTER_TOKEN is required to run an evaluation node');
+  const nlog = log.child({ component: 'eval-node' });
+  const store = openNodeStore(nodeStorePath(config));
+  nlog.info({ revision: store.revision(), complete_snapshot: store.hasCompleteSnapshot(), path: nodeStorePath(config) }, 'node store open');
+  const sync = startWatchClient(store, {
+    controlPlane: config.controlPlane,
+    clusterToken: config.clusterToken,
+    nodeId: opts.nodeId ?? `${os.hostname()}:${process.pid}`,
+    ...opts.sync,
+  }, nlog);
+  let closing: Promise<void> | null = null;
+  return {
+    store,
+    sync,
+    close() {
+      closing ??= (async () => {
+        await sync.close();
+        await store.close();
+      })();
+      return closing;
+    },
+  };
+}

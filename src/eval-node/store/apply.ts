@@ -1,0 +1,111 @@
+/**
+ * Applies entity changes to one generation of the node's LMDB layout (DESIGN.md "Evaluation
+ * node"; STYLE.md rule 9 "batch applier"). Pure bookkeeping over the databases of
+ * {@link StoreDbs}; callers run it inside ONE write transaction together with the revision
+ * update, so a crash never leaves half a change.
+ *
+ * Key layout (every key starts with the generation `g`, so a snapshot can be staged beside
+ * the live state and swapped in by changing one number; see lmdb.ts):
+ *
+ * | database   | key                     | value                                  |
+ * |------------|-------------------------|----------------------------------------|
+ * | entities   | [g, kind, entityId]     | entity (msgpack)                       |
+ * | owner      | [g, kind, entityId]     | owning project id (project-scoped only)|
+ * | byProject  | [g, projectId, kind]    | entityId (dupSort: one value per entity)|
+ * | byToken    | [g, api_token]          | project id                             |
+ * | byKeyHash  | [g, secure_value]       | personal API key id                    |
+ * | defsRev    | [g, projectId]          | last revision that changed the project's flags, cohorts or group types |
+ *
+ * Deleted flags and cohorts: an upsert whose payload has `deleted: true` removes the entity,
+ * matching the snapshot, which omits them (control-plane/grpc/snapshot.ts).
+ */
+import type { Database } from 'lmdb';
+
+/** Kinds whose changes invalidate a project's compiled definitions. */
+export const DEFINITION_KINDS: ReadonlySet<string> = new Set(['feature_flag', 'cohort', 'group_type_mapping']);
+/** Kinds removed when upserted with `deleted: true`. */
+const SOFT_DELETED_KINDS: ReadonlySet<string> = new Set(['feature_flag', 'cohort']);
+
+/** One change as the store applies it (decoded from a Watch `Change`). `projectId` null = cluster-wide. */
+export interface StoreChange {
+  kind: string;
+  entityId: string;
+  projectId: number | null;
+  op: 'upsert' | 'delete';
+  /** Entity state for upserts; ignored for deletes. */
+  payload: unknown;
+}
+
+/** Generation-prefixed key (see the table above). */
+export type GenKey = (string | number)[];
+
+/** The generational databases of one LMDB environment. */
+export interface StoreDbs {
+  entities: Database<unknown, GenKey>;
+  owner: Database<number, GenKey>;
+  byProject: Database<string, GenKey>;
+  byToken: Database<number, GenKey>;
+  byKeyHash: Database<string, GenKey>;
+  defsRev: Database<number, GenKey>;
+}
+
+function isDeletedPayload(kind: string, payload: unknown): boolean {
+  return SOFT_DELETED_KINDS.has(kind) && typeof payload === 'object' && payload !== null && (payload as { deleted?: unknown }).deleted === true;
+}
+
+/** Removes the secondary-index entries of an entity's previous state. */
+function unindex(dbs: StoreDbs, gen: number, kind: string, old: unknown): void {
+  if (old === undefined || old === null || typeof old !== 'object') return;
+  if (kind === 'project') {
+    const token = (old as { api_token?: unknown }).api_token;
+    if (typeof token === 'string') dbs.byToken.removeSync([gen, token]);
+  } else if (kind === 'personal_api_key') {
+    const hash = (old as { secure_value?: unknown }).secure_value;
+    if (typeof hash === 'string') dbs.byKeyHash.removeSync([gen, hash]);
+  }
+}
+
+/** Adds the secondary-index entries of an entity's new state. */
+function index(dbs: StoreDbs, gen: number, kind: string, entityId: string, entity: unknown): void {
+  if (typeof entity !== 'object' || entity === null) return;
+  if (kind === 'project') {
+    const { api_token: token, id } = entity as { api_token?: unknown; id?: unknown };
+    if (typeof token === 'string') dbs.byToken.putSync([gen, token], typeof id === 'number' ? id : Number(entityId));
+  } else if (kind === 'personal_api_key') {
+    const hash = (entity as { secure_value?: unknown }).secure_value;
+    if (typeof hash === 'string') dbs.byKeyHash.putSync([gen, hash], entityId);
+  }
+}
+
+/**
+ * Applies `change` to generation `gen` at `revision`, adding every project id it touches
+ * (null for cluster-wide entities) to `touched`. Must run inside a write transaction.
+ */
+export function applyChange(dbs: StoreDbs, gen: number, change: StoreChange, revision: number, touched: Set<number | null>): void {
+  const { kind, entityId } = change;
+  const key: GenKey = [gen, kind, entityId];
+  const remove = change.op === 'delete' || isDeletedPayload(kind, change.payload);
+  const oldOwner = dbs.owner.get(key);
+  const newOwner = remove ? undefined : change.projectId ?? undefined;
+
+  unindex(dbs, gen, kind, dbs.entities.get(key));
+  if (oldOwner !== undefined && oldOwner !== newOwner) {
+    dbs.byProject.removeSync([gen, oldOwner, kind], entityId);
+    dbs.owner.removeSync(key);
+    touched.add(oldOwner);
+    if (DEFINITION_KINDS.has(kind)) dbs.defsRev.putSync([gen, oldOwner], revision);
+  }
+  if (remove) {
+    dbs.entities.removeSync(key);
+  } else {
+    dbs.entities.putSync(key, change.payload);
+    index(dbs, gen, kind, entityId, change.payload);
+    if (newOwner !== undefined && oldOwner !== newOwner) {
+      dbs.byProject.putSync([gen, newOwner, kind], entityId);
+      dbs.owner.putSync(key, newOwner);
+    }
+  }
+  const project = newOwner ?? oldOwner ?? change.projectId;
+  touched.add(project ?? null);
+  if (project !== undefined && project !== null && DEFINITION_KINDS.has(kind)) dbs.defsRev.putSync([gen, project], revision);
+}
