@@ -1,0 +1,206 @@
+/**
+ * The Watch protocol as a node sees it, through a raw gRPC client (real server, real
+ * Postgres): authentication, snapshot framing, tail resumption, snapshot decisions, live
+ * wake-ups, the declared-but-unimplemented RPCs, and shutdown.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as grpc from '@grpc/grpc-js';
+import { switchyardService } from '../../../src/grpc/loader.js';
+import { clusterTokenMetadata } from '../../../src/control-plane/grpc/auth.js';
+import { snapshotReason, type SnapshotReason } from '../../../src/control-plane/grpc/watch.js';
+import { decodePayload } from '../../../src/grpc/payload.js';
+import { currentRevision } from '../../../src/control-plane/change-log/store.js';
+import type { WatchEvent } from '../../../src/grpc/messages.js';
+import { seedCohort, seedFlag, seedGroupType, seedOrganization, seedProject, updateFlag } from '../../support/seed.js';
+import { syncFixture, type SyncFixture } from '../../support/sync.js';
+import { waitFor } from '../../support/wait.js';
+
+const reasons: { name: string; from: number; head: number; oldest: number | null; max: number; expected: SnapshotReason }[] = [
+  { name: 'new node', from: 0, head: 50, oldest: 1, max: 10, expected: 'new_node' },
+  { name: 'new node on an empty log', from: 0, head: 0, oldest: null, max: 10, expected: 'new_node' },
+  { name: 'up to date', from: 50, head: 50, oldest: 1, max: 10, expected: null },
+  { name: 'slightly behind', from: 45, head: 50, oldest: 1, max: 10, expected: null },
+  { name: 'exactly at the threshold', from: 40, head: 50, oldest: 1, max: 10, expected: null },
+  { name: 'past the threshold', from: 39, head: 50, oldest: 1, max: 10, expected: 'too_far_behind' },
+  { name: 'ahead of the log (another database)', from: 60, head: 50, oldest: 1, max: 10, expected: 'ahead_of_log' },
+  { name: 'ahead of an empty log', from: 5, head: 0, oldest: null, max: 10, expected: 'ahead_of_log' },
+  { name: 'pruned past the node', from: 45, head: 50, oldest: 47, max: 10, expected: 'log_pruned' },
+  { name: 'pruned up to the node exactly', from: 45, head: 50, oldest: 46, max: 10, expected: null },
+];
+for (const c of reasons) {
+  test(`snapshotReason: ${c.name}`, () => {
+    assert.equal(snapshotReason(c.from, c.head, c.oldest, c.max), c.expected);
+  });
+}
+
+interface RawWatch { events: WatchEvent[]; status: Promise<grpc.StatusObject>; cancel(): void }
+
+function rawClient(fx: SyncFixture): grpc.Client & Record<string, any> {
+  const Service = switchyardService();
+  return new Service(fx.config.controlPlane, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>;
+}
+
+function watch(fx: SyncFixture, from: number | string, token: string | null = fx.config.clusterToken): RawWatch {
+  const client = rawClient(fx);
+  const md = token === null ? new grpc.Metadata() : clusterTokenMetadata(token);
+  const call: grpc.ClientReadableStream<WatchEvent> = client.Watch({ from_revision: String(from), node_id: 'raw' }, md);
+  const events: WatchEvent[] = [];
+  call.on('data', (e: WatchEvent) => events.push(e));
+  call.on('error', () => {});
+  const status = new Promise<grpc.StatusObject>((resolve) => call.on('status', (s) => { client.close(); resolve(s); }));
+  return { events, status, cancel: () => call.cancel() };
+}
+
+async function seed(fx: SyncFixture): Promise<{ p1: number }> {
+  const { sql } = fx.db;
+  const org = await seedOrganization(sql);
+  const p1 = (await seedProject(sql, org)).id;
+  await seedFlag(sql, p1, 'a');
+  const b = await seedFlag(sql, p1, 'b');
+  await updateFlag(sql, b, { active: false });
+  const c = await seedFlag(sql, p1, 'c');
+  await updateFlag(sql, c, { deleted: true });
+  await seedCohort(sql, p1, 'k');
+  await seedGroupType(sql, p1, 'company', 0);
+  return { p1 };
+}
+
+const heartbeatAt = (events: WatchEvent[], rev: number): boolean =>
+  events.some((e) => e.event === 'heartbeat' && Number(e.heartbeat.revision) === rev);
+
+test('Watch refuses a missing or wrong cluster token with UNAUTHENTICATED', async () => {
+  const fx = await syncFixture();
+  try {
+    await fx.startServer();
+    for (const token of [null, 'wrong']) {
+      const w = watch(fx, 0, token);
+      const s = await w.status;
+      assert.equal(s.code, grpc.status.UNAUTHENTICATED, `token ${token}`);
+      assert.equal(w.events.length, 0);
+    }
+  } finally {
+    await fx.close();
+  }
+});
+
+test('Watch rejects a negative from_revision with INVALID_ARGUMENT', async () => {
+  const fx = await syncFixture();
+  try {
+    await fx.startServer();
+    const s = await watch(fx, '-1').status;
+    assert.equal(s.code, grpc.status.INVALID_ARGUMENT);
+  } finally {
+    await fx.close();
+  }
+});
+
+test('from_revision 0: SnapshotBegin, every live entity at the head revision, SnapshotEnd, then a Heartbeat', async () => {
+  const fx = await syncFixture();
+  try {
+    await seed(fx);
+    const head = await currentRevision(fx.db.sql);
+    await fx.startServer();
+    const w = watch(fx, 0);
+    await waitFor('heartbeat', () => heartbeatAt(w.events, head));
+    w.cancel();
+    const kinds = w.events.map((e) => e.event);
+    assert.equal(kinds[0], 'snapshot_begin');
+    const endAt = kinds.indexOf('snapshot_end');
+    assert.ok(endAt > 0);
+    const begin = w.events[0] as Extract<WatchEvent, { event: 'snapshot_begin' }>;
+    assert.equal(Number(begin.snapshot_begin.revision), head);
+    const changes = w.events.slice(1, endAt).map((e) => (e as Extract<WatchEvent, { event: 'change' }>).change);
+    assert.deepEqual(changes.map((c) => c.kind).sort(), ['cohort', 'feature_flag', 'feature_flag', 'group_type_mapping', 'organization', 'project'].sort(),
+      'soft-deleted flag left out');
+    for (const c of changes) {
+      assert.equal(Number(c.revision), head);
+      assert.equal(c.op, 'UPSERT');
+    }
+    const b = changes.find((c) => c.kind === 'feature_flag' && (decodePayload(c.payload) as { key: string }).key === 'b')!;
+    assert.equal((decodePayload(b.payload) as { active: boolean; version: number }).active, false);
+    assert.equal(changes.find((c) => c.kind === 'organization')!.project_id, '0', 'cluster-wide entities carry project 0');
+  } finally {
+    await fx.close();
+  }
+});
+
+test('a node within the threshold gets exactly the changes after its revision, in order, then live ones', async () => {
+  const fx = await syncFixture();
+  try {
+    const { p1 } = await seed(fx);
+    const head = await currentRevision(fx.db.sql);
+    const from = head - 3;
+    await fx.startServer();
+    const w = watch(fx, from);
+    await waitFor('caught up', () => heartbeatAt(w.events, head));
+    const revs = w.events.filter((e) => e.event === 'change').map((e) => Number((e as Extract<WatchEvent, { event: 'change' }>).change.revision));
+    assert.deepEqual(revs, [from + 1, from + 2, from + 3]);
+    assert.equal(w.events.some((e) => e.event === 'snapshot_begin'), false);
+
+    await seedFlag(fx.db.sql, p1, 'live');
+    await waitFor('live change', () => w.events.some((e) => e.event === 'change' && Number(e.change.revision) === head + 1));
+    w.cancel();
+  } finally {
+    await fx.close();
+  }
+});
+
+test('a node ahead of the log, too far behind, or behind a pruned prefix gets a snapshot', async () => {
+  const fx = await syncFixture();
+  try {
+    await seed(fx);
+    const head = await currentRevision(fx.db.sql);
+    await fx.startServer({ maxTailChanges: 2 });
+    const starts = async (from: number): Promise<string> => {
+      const w = watch(fx, from);
+      await waitFor(`first event from ${from}`, () => w.events.length > 0);
+      w.cancel();
+      return w.events[0]!.event;
+    };
+    assert.equal(await starts(head + 10), 'snapshot_begin', 'ahead');
+    assert.equal(await starts(head - 3), 'snapshot_begin', 'too far behind');
+    assert.equal(await starts(head - 1), 'change', 'within threshold');
+    await fx.db.sql`DELETE FROM change_log WHERE revision <= ${head - 1}`;
+    assert.equal(await starts(head - 2), 'snapshot_begin', 'pruned');
+    assert.equal(await starts(head - 1), 'change', 'pruned exactly up to the node: tail');
+  } finally {
+    await fx.close();
+  }
+});
+
+test('Ingest and ReportUsage check the token and answer UNIMPLEMENTED for now', async () => {
+  const fx = await syncFixture();
+  try {
+    await fx.startServer();
+    const client = rawClient(fx);
+    for (const token of [fx.config.clusterToken!, 'wrong']) {
+      const expected = token === 'wrong' ? grpc.status.UNAUTHENTICATED : grpc.status.UNIMPLEMENTED;
+      const unary = await new Promise<grpc.ServiceError>((resolve) =>
+        client.ReportUsage({ node_id: 'n', counts: { '1': '5' }, period: '2026-11' }, clusterTokenMetadata(token), (err: grpc.ServiceError) => resolve(err)));
+      assert.equal(unary.code, expected, `ReportUsage with ${token}`);
+      const duplex = client.Ingest(clusterTokenMetadata(token)) as grpc.ClientDuplexStream<unknown, unknown>;
+      duplex.on('data', () => {});
+      duplex.on('error', () => {});
+      const s = await new Promise<grpc.StatusObject>((resolve) => duplex.on('status', resolve));
+      assert.equal(s.code, expected, `Ingest with ${token}`);
+    }
+    client.close();
+  } finally {
+    await fx.close();
+  }
+});
+
+test('closing the server ends open streams with UNAVAILABLE', async () => {
+  const fx = await syncFixture();
+  try {
+    await seed(fx);
+    await fx.startServer();
+    const w = watch(fx, 0);
+    await waitFor('snapshot end', () => w.events.some((e) => e.event === 'snapshot_end'));
+    await fx.stopServer();
+    assert.equal((await w.status).code, grpc.status.UNAVAILABLE);
+  } finally {
+    await fx.close();
+  }
+});
