@@ -1,0 +1,192 @@
+/** The node's LMDB store on a real LMDB environment in a temporary directory. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { openNodeStore, StoreStateError, type StoreChange, type WritableNodeStore } from '../../../src/eval-node/store/lmdb.js';
+
+const project = (id: number, token: string) => ({ id, organization_id: 1, name: `p${id}`, api_token: token, timezone: 'UTC' });
+const flag = (id: number, projectId: number, extra: Record<string, unknown> = {}) => ({ id, team_id: projectId, key: `f${id}`, deleted: false, active: true, version: 1, ...extra });
+const up = (kind: string, entityId: string | number, projectId: number | null, payload: unknown): StoreChange => ({ kind, entityId: String(entityId), projectId, op: 'upsert', payload });
+const del = (kind: string, entityId: string | number, projectId: number | null): StoreChange => ({ kind, entityId: String(entityId), projectId, op: 'delete', payload: null });
+
+async function withStore(fn: (s: WritableNodeStore, dir: string) => Promise<void>): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-lmdb-'));
+  const s = openNodeStore(dir);
+  try {
+    await fn(s, dir);
+  } finally {
+    await s.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function snapshot(s: WritableNodeStore, revision: number, changes: StoreChange[]): Promise<void> {
+  await s.beginSnapshot(revision);
+  await s.stageSnapshot(changes);
+  await s.commitSnapshot(revision);
+}
+
+const base: StoreChange[] = [
+  up('organization', 1, null, { id: 1, name: 'o', monthly_flag_requests_limit: null, quota_limited: false }),
+  up('project', 1, 1, project(1, 'phc_one')),
+  up('project', 2, 2, project(2, 'phc_two')),
+  up('feature_flag', 10, 1, flag(10, 1)),
+  up('feature_flag', 11, 1, flag(11, 1)),
+  up('feature_flag', 20, 2, flag(20, 2)),
+  up('cohort', 5, 1, { id: 5, project_id: 1, name: 'c', filters: {}, is_static: false, deleted: false }),
+  up('group_type_mapping', '1:0', 1, { project_id: 1, group_type: 'company', group_type_index: 0 }),
+  up('personal_api_key', 'k1', null, { id: 'k1', organization_id: 1, secure_value: 'sha256$aa', scopes: ['feature_flag:read'], scoped_teams: [] }),
+];
+
+test('an empty store serves nothing and is not ready', async () => {
+  await withStore(async (s) => {
+    assert.equal(s.revision(), 0);
+    assert.equal(s.hasCompleteSnapshot(), false);
+    assert.equal(s.projectByToken('phc_one'), undefined);
+    assert.deepEqual(s.definitions(1), { revision: 0, flags: [], cohorts: [], groupTypeMapping: {} });
+  });
+});
+
+test('a committed snapshot serves every index and sets revision and the marker together', async () => {
+  await withStore(async (s) => {
+    await s.beginSnapshot(9);
+    await s.stageSnapshot(base);
+    assert.equal(s.projectByToken('phc_one'), undefined, 'staged data is invisible');
+    assert.equal(s.revision(), 0);
+    await s.commitSnapshot(9);
+    assert.equal(s.revision(), 9);
+    assert.equal(s.hasCompleteSnapshot(), true);
+    assert.deepEqual(s.projectByToken('phc_one'), project(1, 'phc_one'));
+    assert.deepEqual(s.project(2), project(2, 'phc_two'));
+    assert.equal(s.organization(1)?.name, 'o');
+    assert.equal(s.personalApiKeyByHash('sha256$aa')?.id, 'k1');
+    const d = s.definitions(1);
+    assert.deepEqual(d.flags.map((f) => f.id), [10, 11]);
+    assert.deepEqual(d.cohorts.map((c) => c.id), [5]);
+    assert.deepEqual(d.groupTypeMapping, { 0: 'company' });
+    assert.equal(d.revision, 9);
+  });
+});
+
+const tail: { name: string; changes: StoreChange[]; check: (s: WritableNodeStore) => void; touched: (number | null)[] }[] = [
+  {
+    name: 'a new project API token replaces the old one',
+    changes: [up('project', 1, 1, project(1, 'phc_new'))],
+    check: (s) => { assert.equal(s.projectByToken('phc_one'), undefined); assert.equal(s.projectByToken('phc_new')?.id, 1); },
+    touched: [1],
+  },
+  {
+    name: 'a flag upserted with deleted: true disappears',
+    changes: [up('feature_flag', 10, 1, flag(10, 1, { deleted: true }))],
+    check: (s) => assert.deepEqual(s.definitions(1).flags.map((f) => f.id), [11]),
+    touched: [1],
+  },
+  {
+    name: 'a soft-deleted flag that is restored comes back',
+    changes: [up('feature_flag', 10, 1, flag(10, 1, { deleted: true })), up('feature_flag', 10, 1, flag(10, 1, { version: 3 }))],
+    check: (s) => assert.equal(s.definitions(1).flags.find((f) => f.id === 10)?.version, 3),
+    touched: [1],
+  },
+  {
+    name: 'a delete op removes the entity and its index entries',
+    changes: [del('personal_api_key', 'k1', null), del('cohort', 5, 1)],
+    check: (s) => { assert.equal(s.personalApiKeyByHash('sha256$aa'), undefined); assert.deepEqual(s.definitions(1).cohorts, []); },
+    touched: [null, 1],
+  },
+  {
+    name: 'a rotated key hash resolves only under the new hash',
+    changes: [up('personal_api_key', 'k1', null, { id: 'k1', organization_id: 1, secure_value: 'sha256$bb', scopes: [], scoped_teams: [2] })],
+    check: (s) => { assert.equal(s.personalApiKeyByHash('sha256$aa'), undefined); assert.deepEqual(s.personalApiKeyByHash('sha256$bb')?.scoped_teams, [2]); },
+    touched: [null],
+  },
+  {
+    name: 'an organization change touches no project',
+    changes: [up('organization', 1, null, { id: 1, name: 'o', monthly_flag_requests_limit: 1000, quota_limited: true })],
+    check: (s) => assert.equal(s.organization(1)?.quota_limited, true),
+    touched: [null],
+  },
+  {
+    name: 'deleting an unknown entity is harmless',
+    changes: [del('feature_flag', 999, 1)],
+    check: (s) => assert.deepEqual(s.definitions(1).flags.map((f) => f.id), [10, 11]),
+    touched: [1],
+  },
+];
+
+for (const c of tail) {
+  test(`applyBatch: ${c.name}`, async () => {
+    await withStore(async (s) => {
+      await snapshot(s, 9, base);
+      let seen: { revision: number; ids: Set<number | null> } | null = null;
+      s.onApplied((revision, ids) => { seen = { revision, ids }; });
+      await s.applyBatch(c.changes, 12);
+      assert.equal(s.revision(), 12);
+      c.check(s);
+      assert.deepEqual(seen, { revision: 12, ids: new Set(c.touched) });
+    });
+  });
+}
+
+test('definitions are cached until a change touches that project', async () => {
+  await withStore(async (s) => {
+    await snapshot(s, 9, base);
+    const one = s.definitions(1);
+    const two = s.definitions(2);
+    assert.equal(s.definitions(1), one, 'cache hit');
+    await s.applyBatch([up('feature_flag', 20, 2, flag(20, 2, { version: 2 }))], 10);
+    assert.equal(s.definitions(1), one, 'other project untouched');
+    assert.notEqual(s.definitions(2), two);
+    assert.equal(s.definitions(2).revision, 10);
+    assert.equal(s.definitions(2).flags[0]!.version, 2);
+  });
+});
+
+test('a second snapshot replaces the state wholesale; an aborted one changes nothing', async () => {
+  await withStore(async (s, dir) => {
+    await snapshot(s, 9, base);
+    await s.beginSnapshot(20);
+    await s.stageSnapshot([up('project', 3, 3, project(3, 'phc_three'))]);
+    await s.abortSnapshot();
+    assert.equal(s.revision(), 9);
+    assert.equal(s.projectByToken('phc_three'), undefined);
+    assert.equal(s.projectByToken('phc_one')?.id, 1);
+    await assert.rejects(s.commitSnapshot(20), StoreStateError);
+
+    const touched: Set<number | null>[] = [];
+    s.onApplied((_r, ids) => touched.push(ids));
+    await snapshot(s, 30, [up('project', 3, 3, project(3, 'phc_three')), up('feature_flag', 31, 3, flag(31, 3))]);
+    assert.equal(s.revision(), 30);
+    assert.equal(s.projectByToken('phc_one'), undefined, 'entities absent from the snapshot are gone');
+    assert.deepEqual(s.definitions(1).flags, []);
+    assert.equal(s.definitions(3).flags[0]!.id, 31);
+    assert.deepEqual(touched[0], new Set([3, 1, 2, null]), 'old and new projects plus cluster-wide');
+
+    const ro = openNodeStore(dir, { readOnly: true });
+    try {
+      assert.equal(ro.revision(), 30);
+      assert.equal(ro.projectByToken('phc_three')?.id, 3);
+      assert.equal(ro.personalApiKeyByHash('sha256$aa'), undefined);
+    } finally {
+      await ro.close();
+    }
+  });
+});
+
+test('a read-only store sees the writer\'s commits and refuses writes', async () => {
+  await withStore(async (s, dir) => {
+    await snapshot(s, 9, base);
+    const ro = openNodeStore(dir, { readOnly: true });
+    try {
+      assert.equal(ro.definitions(1).flags.length, 2);
+      await s.applyBatch([up('feature_flag', 12, 1, flag(12, 1))], 10);
+      await new Promise((r) => setTimeout(r, 0)); // lmdb-js renews a reader's snapshot on the next turn
+      assert.equal(ro.revision(), 10);
+      assert.equal(ro.definitions(1).flags.length, 3, 'cache revalidated by the project revision');
+      assert.throws(() => ro.applyBatch([], 11), StoreStateError);
+    } finally {
+      await ro.close();
+    }
+  });
+});
