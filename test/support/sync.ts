@@ -32,7 +32,7 @@ export interface SyncFixture {
   server: GrpcServer | null;
   startServer(watch?: Partial<WatchOptions>): Promise<GrpcServer>;
   stopServer(): Promise<void>;
-  startNode(overrides?: Partial<Config>): Promise<EvalNode>;
+  startNode(overrides?: Partial<Config>, sync?: { idleTimeoutMs?: number }): Promise<EvalNode>;
   close(): Promise<void>;
 }
 
@@ -54,8 +54,8 @@ export async function syncFixture(): Promise<SyncFixture> {
       await fx.server?.close();
       fx.server = null;
     },
-    async startNode(overrides = {}) {
-      const node = await startEvalNode({ ...config, ...overrides }, log, { nodeId: 'test-node', sync: { backoff: TEST_BACKOFF } });
+    async startNode(overrides = {}, sync = {}) {
+      const node = await startEvalNode({ ...config, ...overrides }, log, { nodeId: 'test-node', sync: { backoff: TEST_BACKOFF, ...sync } });
       nodes.add(node);
       const close = node.close.bind(node);
       node.close = async () => { nodes.delete(node); await close(); };

@@ -163,6 +163,10 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean } = {}): 
     }
   };
 
+  // Orphans of a snapshot interrupted by a crash, or a superseded generation whose clean-up
+  // did not finish: drop them in the background (readers never look at them).
+  if (!readOnly) void enqueue(() => dropOtherGenerations(gen()));
+
   const entity = <T>(kind: string, id: string): T | undefined => dbs.entities.get([gen(), kind, id]) as T | undefined;
 
   const store: WritableNodeStore = {

@@ -199,3 +199,20 @@ test('a snapshot interrupted midway leaves the previous complete state in place'
     await fx.close();
   }
 });
+
+test('a stream silent for longer than the idle timeout is reopened from the store revision', async () => {
+  const fx = await syncFixture();
+  try {
+    const w = await seedWorld(fx);
+    await fx.startServer({ heartbeatIntervalMs: 3_600_000 });
+    const node = await fx.startNode({}, { idleTimeoutMs: 150 });
+    await waitForHead(fx.db, node.store);
+    await waitFor('two reconnects', () => node.sync.state().streamsOpened >= 3);
+    await seedFlag(fx.db.sql, w.p1.id, 'after-reconnects');
+    await waitForHead(fx.db, node.store);
+    await assertStoreMatchesTables(fx.db, node.store);
+    assert.equal(node.sync.state().snapshotsApplied, 1, 'reconnects resume the tail');
+  } finally {
+    await fx.close();
+  }
+});
