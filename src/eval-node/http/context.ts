@@ -1,0 +1,32 @@
+/**
+ * Everything the node's route handlers share, built once by server.ts.
+ */
+import type { Logger } from 'pino';
+import type { Config } from '../../config.js';
+import type { NodeStore } from '../store/lmdb.js';
+import type { Evaluator } from '../pool/index.js';
+import type { Metrics } from './metrics.js';
+import type { FlagUsage } from './usage.js';
+import type { DefinitionsFeedCache } from './definitions-feed.js';
+
+/** Sync state as the node's sync client reports it (all fields optional). */
+export interface SyncState {
+  /** Revisions between the control plane's head and the node's store, when known. */
+  lagRevisions?: number | null;
+  connected?: boolean;
+  [extra: string]: unknown;
+}
+
+/** Shared state of the node's HTTP handlers. */
+export interface NodeHttpContext {
+  config: Config;
+  log: Logger;
+  store: NodeStore;
+  metrics: Metrics;
+  usage: FlagUsage;
+  evaluator: Evaluator;
+  feed: DefinitionsFeedCache;
+  /** False when no GeoIP database could be opened: every job gets `ip: null`. */
+  geoipEnabled: boolean;
+  syncState?: () => SyncState | undefined;
+}

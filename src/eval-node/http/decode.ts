@@ -1,0 +1,149 @@
+/**
+ * Body decoding of `/flags` and `/decide` as PostHog's Rust service does it
+ * (research/posthog-flag-evaluation.md §5.1 "Body decoding", Rust `handler/decoding.rs`):
+ *
+ * - `application/x-www-form-urlencoded`: percent-decode, take the text after `data=` (the prefix
+ *   is optional), base64-decode, parse JSON. gzip is refused here (posthog-js sends this in its
+ *   `compression: base64` mode).
+ * - anything else (`application/json`, `text/plain`, none): gunzip when `compression=gzip|gzip-js`,
+ *   `Content-Encoding` contains gzip, or the body starts with the gzip magic `1f 8b`; parse JSON
+ *   (lenient: bare `NaN`/`Infinity` become null; invalid UTF-8 decoded lossily); when that fails,
+ *   percent-decode, strip whitespace, pad to a multiple of 4, base64-decode and parse again.
+ *
+ * Every failure is a {@link DecodeError} (400 `request_decoding_error` or `request_parsing_error`);
+ * nothing here throws anything else. gunzip output is capped at `maxBytes` so a small gzip bomb
+ * cannot blow up the process.
+ */
+import zlib from 'node:zlib';
+
+/** Why a body was refused: the code is PostHog's, the message goes into `detail`. */
+export class DecodeError extends Error {
+  constructor(readonly code: 'request_decoding_error' | 'request_parsing_error', message: string) {
+    super(message);
+    this.name = 'DecodeError';
+  }
+}
+
+/** `compression` query values PostHog accepts (anything else → 400 "Unsupported compression type"). */
+export type Compression = 'gzip' | 'base64' | null;
+
+/**
+ * Validates the `compression` query value (`gzip`, `gzip-js`, `base64`; empty or absent → null).
+ * @throws DecodeError on any other value (lz64 included: Rust has no lz64 decoder).
+ */
+export function parseCompression(raw: string): Compression {
+  if (raw === '') return null;
+  const v = raw.toLowerCase();
+  if (v === 'gzip' || v === 'gzip-js') return 'gzip';
+  if (v === 'base64') return 'base64';
+  throw new DecodeError('request_decoding_error', `Unsupported compression type: ${raw}`);
+}
+
+/** What the decoder needs from the request besides the bytes (read before any async work). */
+export interface BodyMeta {
+  contentType: string;
+  contentEncoding: string;
+  compression: Compression;
+}
+
+/** Decodes a /flags body into a JSON value (not yet checked to be an object). @throws DecodeError. */
+export function decodeBody(body: Buffer, meta: BodyMeta, maxBytes: number): unknown {
+  const ct = meta.contentType.toLowerCase();
+  if (ct.startsWith('application/x-www-form-urlencoded')) return decodeForm(body);
+  let bytes = body;
+  if (meta.compression === 'gzip' || meta.contentEncoding.toLowerCase().includes('gzip') || isGzip(bytes)) {
+    bytes = gunzip(bytes, maxBytes);
+  }
+  const text = bytes.toString('utf8');
+  const direct = parseJsonLenient(text);
+  if (direct.ok) return direct.value;
+  const viaBase64 = parseJsonLenient(base64Text(text));
+  if (viaBase64.ok) return viaBase64.value;
+  throw new DecodeError('request_decoding_error', `Failed to decode request: ${direct.error}`);
+}
+
+function isGzip(b: Buffer): boolean {
+  return b.length >= 2 && b[0] === 0x1f && b[1] === 0x8b;
+}
+
+function gunzip(b: Buffer, maxBytes: number): Buffer {
+  try {
+    return zlib.gunzipSync(b, { maxOutputLength: maxBytes });
+  } catch (e) {
+    throw new DecodeError('request_decoding_error', `Failed to decompress gzip body: ${(e as Error).message}`);
+  }
+}
+
+function decodeForm(body: Buffer): unknown {
+  let text = percentDecode(body.toString('utf8'));
+  if (text.startsWith('data=')) text = text.slice(5);
+  const bytes = base64Bytes(text);
+  if (isGzip(bytes)) throw new DecodeError('request_decoding_error', 'gzip is not supported in form-encoded bodies');
+  const parsed = parseJsonLenient(bytes.toString('utf8'));
+  if (!parsed.ok) throw new DecodeError('request_decoding_error', `Failed to decode form data: ${parsed.error}`);
+  return parsed.value;
+}
+
+/** `%XX` sequences → bytes (UTF-8); malformed sequences are kept as written. `+` stays `+` (base64 alphabet). */
+export function percentDecode(s: string): string {
+  if (!s.includes('%')) return s;
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s.replace(/%([0-9a-fA-F]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+  }
+}
+
+function base64Bytes(text: string): Buffer {
+  let t = text.replace(/\s+/g, '');
+  if (t.length % 4 !== 0) t += '='.repeat(4 - (t.length % 4));
+  return Buffer.from(t, 'base64');
+}
+
+function base64Text(text: string): string {
+  return base64Bytes(percentDecode(text)).toString('utf8');
+}
+
+type Parsed = { ok: true; value: unknown } | { ok: false; error: string };
+
+/**
+ * JSON.parse, then (only if that failed and the text mentions them) a second try with bare
+ * `NaN`, `Infinity` and `-Infinity` tokens outside strings replaced by null, as Rust's json5
+ * parser reads them.
+ */
+export function parseJsonLenient(text: string): Parsed {
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch (e) {
+    const error = (e as Error).message;
+    if (!/NaN|Infinity/.test(text)) return { ok: false, error };
+    try {
+      return { ok: true, value: JSON.parse(nullifyNonFinite(text)) };
+    } catch {
+      return { ok: false, error };
+    }
+  }
+}
+
+function nullifyNonFinite(text: string): string {
+  let out = '';
+  let i = 0;
+  let inString = false;
+  while (i < text.length) {
+    const c = text[i];
+    if (inString) {
+      out += c;
+      if (c === '\\' && i + 1 < text.length) { out += text[i + 1]; i += 2; continue; }
+      if (c === '"') inString = false;
+      i++;
+      continue;
+    }
+    if (c === '"') { inString = true; out += c; i++; continue; }
+    if (text.startsWith('-Infinity', i)) { out += 'null'; i += 9; continue; }
+    if (text.startsWith('Infinity', i)) { out += 'null'; i += 8; continue; }
+    if (text.startsWith('NaN', i)) { out += 'null'; i += 3; continue; }
+    out += c;
+    i++;
+  }
+  return out;
+}

@@ -1,0 +1,151 @@
+/**
+ * `POST /flags`, `/flags/`, `/decide`, `/decide/` (spec/API.md §4.4, §7; research
+ * posthog-flag-evaluation.md §4–§5). Stages, named as metric labels and functions (STYLE.md
+ * rule 5): **parse** (read the body, decode, read fields) → **project** (token → project) →
+ * **quota** → then, in the evaluator (inline or pool), **filter** → **properties** → **evaluate**
+ * → **serialize** (src/eval-node/pool/engine.ts).
+ *
+ * Request-level errors (research §4): 400 `request_decoding_error` / `request_parsing_error` /
+ * `missing_distinct_id`; 401 `missing_token` / `invalid_token`; 413 `payload_too_large`; anything
+ * unexpected → 500 with a generic body. Nothing thrown here escapes the uWS callback.
+ */
+import crypto from 'node:crypto';
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import { ApiError, errors, isApiError } from '../../errors.js';
+import type { ProjectEntity } from '../../control-plane/change-log/entities.js';
+import { clientAddress } from '../geoip/index.js';
+import type { FlagsJob, JobAnswer } from '../pool/job.js';
+import { EMPTY_RESULT, serializeResult } from '../pool/respond.js';
+import type { NodeHttpContext } from './context.js';
+import { decodeBody, DecodeError, parseCompression } from './decode.js';
+import {
+  evaluationRequestOf, isObject, parseFlagsQuery, shapeOf, switchesOf, tokenOf, type FlagsQuery,
+} from './flags-request.js';
+import { Exchange, readBody } from './reply.js';
+import { detectRuntime, type RuntimeHeaders } from './runtime.js';
+
+/** Everything read from the uWS request synchronously (it is invalid after the handler returns). */
+interface RequestHead {
+  query: FlagsQuery;
+  contentType: string;
+  contentEncoding: string;
+  runtimeHeaders: RuntimeHeaders;
+  forwardedFor: string;
+  peer: string;
+}
+
+function readHead(res: HttpResponse, req: HttpRequest): RequestHead {
+  return {
+    query: parseFlagsQuery(req.getQuery() ?? ''),
+    contentType: req.getHeader('content-type'),
+    contentEncoding: req.getHeader('content-encoding'),
+    runtimeHeaders: {
+      userAgent: req.getHeader('user-agent'),
+      origin: req.getHeader('origin'),
+      referer: req.getHeader('referer'),
+      secFetchMode: req.getHeader('sec-fetch-mode'),
+      secFetchSite: req.getHeader('sec-fetch-site'),
+    },
+    forwardedFor: req.getHeader('x-forwarded-for'),
+    peer: Buffer.from(res.getRemoteAddressAsText()).toString('latin1'),
+  };
+}
+
+/** The uWS handler for one of the flags endpoints. */
+export function flagsHandler(ctx: NodeHttpContext, endpoint: 'flags' | 'decide'): (res: HttpResponse, req: HttpRequest) => void {
+  const limit = ctx.config.maxPublicBodyBytes;
+  return (res, req) => {
+    const ex = new Exchange(res, ctx.metrics, endpoint, req.getHeader('origin'));
+    let head: RequestHead;
+    try {
+      head = readHead(res, req);
+      const declared = Number(req.getHeader('content-length') || '0');
+      if (declared > limit) return ex.sendError(errors.payloadTooLarge(limit), true);
+    } catch (e) {
+      return fail(ctx, ex, e);
+    }
+    readBody(res, limit, (body) => {
+      if (body === 'too_large') return ex.sendError(errors.payloadTooLarge(limit), true);
+      try {
+        handleBody(ctx, ex, endpoint, head, body);
+      } catch (e) {
+        fail(ctx, ex, e);
+      }
+    });
+  };
+}
+
+function handleBody(ctx: NodeHttpContext, ex: Exchange, endpoint: 'flags' | 'decide', head: RequestHead, raw: Buffer): void {
+  const body = parse(ctx, head, raw);
+  const project = projectOf(ctx, body);
+  const shape = shapeOf(endpoint, head.query.version);
+  const config = head.query.config || endpoint === 'decide';
+  const requestId = crypto.randomUUID();
+  const switches = switchesOf(body);
+  const runtime = detectRuntime(head.runtimeHeaders, switches.explicitRuntime);
+  const request = evaluationRequestOf(body, runtime, head.query.onlySurveyFlags);
+  if (quotaLimited(ctx, project)) {
+    const hasFeatureFlags = true;
+    return ex.send(200, serializeResult(EMPTY_RESULT, { shape, config, requestId, evaluatedAt: Date.now(), quotaLimited: true, hasFeatureFlags }));
+  }
+  if (!switches.disableFlags) ctx.usage.add(project.organization_id);
+  const job: FlagsJob = {
+    projectId: project.id,
+    request,
+    ip: ctx.geoipEnabled && !switches.geoipDisable ? clientAddress(head.forwardedFor, head.peer) : null,
+    shape,
+    config,
+    disableFlags: switches.disableFlags,
+    requestId,
+  };
+  const answer = ctx.evaluator.evaluate(job);
+  if (typeof answer === 'string' || answer === null) return deliver(ctx, ex, answer);
+  answer.then((a) => deliver(ctx, ex, a), (e: unknown) => fail(ctx, ex, e));
+}
+
+function deliver(ctx: NodeHttpContext, ex: Exchange, answer: JobAnswer): void {
+  if (answer === null) {
+    ctx.log.error({ route: ex.route }, 'evaluation failed unexpectedly');
+    return ex.sendError(errors.internal());
+  }
+  ex.send(200, answer);
+}
+
+/** parse stage: decode the bytes into a JSON object. @throws ApiError 400. */
+function parse(ctx: NodeHttpContext, head: RequestHead, raw: Buffer): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = decodeBody(raw, { contentType: head.contentType, contentEncoding: head.contentEncoding, compression: parseCompression(head.query.compression) }, ctx.config.maxPublicBodyBytes);
+  } catch (e) {
+    if (e instanceof DecodeError) throw errors.badRequest(e.code, e.message);
+    throw e;
+  }
+  if (!isObject(value)) throw errors.badRequest('request_parsing_error', 'The request body must be a JSON object.');
+  return value;
+}
+
+/** project stage: the token names a project this node holds. @throws ApiError 401. */
+function projectOf(ctx: NodeHttpContext, body: Record<string, unknown>): ProjectEntity {
+  const token = tokenOf(body);
+  if (token === null) {
+    throw errors.invalidToken('missing_token', 'API key not provided. You can find your project API key in your project settings.');
+  }
+  const project = ctx.store.projectByToken(token);
+  if (project === undefined) {
+    throw errors.invalidToken('invalid_token', 'Project API key invalid. You can find your project API key in your project settings.');
+  }
+  return project;
+}
+
+/** quota stage: the organization is over its flag quota (spec §7: 200 with empty flags and `quotaLimited`). */
+function quotaLimited(ctx: NodeHttpContext, project: ProjectEntity): boolean {
+  return ctx.store.organization(project.organization_id)?.quota_limited === true;
+}
+
+function fail(ctx: NodeHttpContext, ex: Exchange, e: unknown): void {
+  if (isApiError(e)) return ex.sendError(e);
+  ctx.log.error({ err: e, route: ex.route }, 'unexpected error on the flags endpoint');
+  ex.sendError(errors.internal());
+}
+
+export type { ApiError };

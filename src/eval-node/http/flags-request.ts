@@ -1,0 +1,103 @@
+/**
+ * The parse stage's field reading for /flags (research/posthog-flag-evaluation.md §5.1 "Body
+ * fields" and "Query parameters"): the project token, the {@link EvaluationRequest} (built by the
+ * core's `requestFromBody`, which accepts every alias PostHog accepts and turns a numeric
+ * distinct_id into its string; truncation to 200 scalars is the core's), and the request-level
+ * switches the HTTP layer itself acts on (`geoip_disable`, `disable_flags`, `evaluation_runtime`).
+ */
+import { requestFromBody, RequestBodyError, type EvaluationRequest } from '../../evaluation/index.js';
+import { errors, type ApiError } from '../../errors.js';
+import type { ResponseShape } from '../pool/job.js';
+import type { Runtime } from './runtime.js';
+
+export { RequestBodyError };
+
+/** True for a plain JSON object. */
+export function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The project token from `token`, `$token` or `api_key` (first non-empty string), else null. */
+export function tokenOf(body: Record<string, unknown>): string | null {
+  for (const k of TOKEN_FIELDS) {
+    const v = body[k];
+    if (typeof v === 'string' && v !== '') return v;
+  }
+  return null;
+}
+const TOKEN_FIELDS = ['token', '$token', 'api_key'] as const;
+
+/** Request-level switches read from the body. */
+export interface FlagsSwitches {
+  geoipDisable: boolean;
+  disableFlags: boolean;
+  /** Body `evaluation_runtime` as sent (only `client`/`server` are honoured by runtime detection). */
+  explicitRuntime: unknown;
+}
+
+/** Reads the switches of `body`. */
+export function switchesOf(body: Record<string, unknown>): FlagsSwitches {
+  return {
+    geoipDisable: body.geoip_disable === true || body.geoip_disable === 'true',
+    disableFlags: body.disable_flags === true || body.disable_flags === 'true',
+    explicitRuntime: body.evaluation_runtime,
+  };
+}
+
+/**
+ * The EvaluationRequest of `body` with the detected runtime and the query's survey switch.
+ * @throws ApiError 400 `missing_distinct_id` / `request_parsing_error`.
+ */
+export function evaluationRequestOf(body: Record<string, unknown>, runtime: Runtime, onlySurveyFlags: boolean): EvaluationRequest {
+  let req: EvaluationRequest;
+  try {
+    req = requestFromBody(body, runtime);
+  } catch (e) {
+    if (e instanceof RequestBodyError) throw toApiError(e);
+    throw e;
+  }
+  if (onlySurveyFlags) req.only_evaluate_survey_feature_flags = true;
+  return req;
+}
+
+function toApiError(e: RequestBodyError): ApiError {
+  return errors.badRequest(e.code, e.message, e.code === 'missing_distinct_id' ? 'distinct_id' : null);
+}
+
+/** Query parameters of /flags and /decide that matter here. */
+export interface FlagsQuery {
+  /** `v` (alias `version`) as an integer; null when absent or not a number. */
+  version: number | null;
+  config: boolean;
+  compression: string;
+  onlySurveyFlags: boolean;
+}
+
+/** Parses the raw query string (without `?`). */
+export function parseFlagsQuery(raw: string): FlagsQuery {
+  const q = new URLSearchParams(raw);
+  const v = q.get('v') ?? q.get('version');
+  const n = v === null ? NaN : Number.parseInt(v, 10);
+  return {
+    version: Number.isFinite(n) ? n : null,
+    config: truthy(q.get('config')),
+    compression: q.get('compression') ?? '',
+    onlySurveyFlags: truthy(q.get('only_evaluate_survey_feature_flags')),
+  };
+}
+
+function truthy(v: string | null): boolean {
+  return v !== null && (v === 'true' || v === '1' || v === 'True');
+}
+
+/**
+ * Response shape (research §5.3): /flags v≥2 → v2, else v1; /decide v≥4 → v2, 3 → flags v1,
+ * 2 → decide v2, 1 or absent → decide v1.
+ */
+export function shapeOf(endpoint: 'flags' | 'decide', version: number | null): ResponseShape {
+  if (endpoint === 'flags') return version !== null && version >= 2 ? 'flags-v2' : 'flags-v1';
+  if (version === null || version <= 1) return 'decide-v1';
+  if (version === 2) return 'decide-v2';
+  if (version === 3) return 'flags-v1';
+  return 'flags-v2';
+}

@@ -1,0 +1,59 @@
+/**
+ * The evaluation node's routes (DESIGN.md "Evaluation node"): /flags and /decide (POST only;
+ * OPTIONS answers CORS preflights; anything else 405), the local-evaluation feed, probes, and
+ * 404 in PostHog's shape for everything else.
+ */
+import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import { errors } from '../../errors.js';
+import type { NodeHttpContext } from './context.js';
+import { definitionsHandler } from './definitions-handler.js';
+import { flagsHandler } from './flags-handler.js';
+import { healthHandler, metricsHandler, readyHandler } from './probes.js';
+import { Exchange } from './reply.js';
+import type { RouteLabel } from './metrics.js';
+
+const FLAGS_PATHS = ['/flags', '/flags/'];
+const DECIDE_PATHS = ['/decide', '/decide/'];
+const DEFINITIONS_PATHS = ['/flags/definitions', '/flags/definitions/', '/api/feature_flag/local_evaluation', '/api/feature_flag/local_evaluation/'];
+
+/** Registers every route of the node on `app`. */
+export function registerRoutes(app: TemplatedApp, ctx: NodeHttpContext): void {
+  for (const [paths, endpoint] of [[FLAGS_PATHS, 'flags'], [DECIDE_PATHS, 'decide']] as const) {
+    const handler = flagsHandler(ctx, endpoint);
+    for (const p of paths) {
+      app.post(p, handler);
+      app.options(p, preflight(ctx, endpoint));
+      app.any(p, methodNotAllowed(ctx, endpoint, ['POST', 'OPTIONS']));
+    }
+  }
+  const defs = definitionsHandler(ctx);
+  for (const p of DEFINITIONS_PATHS) {
+    app.get(p, defs);
+    app.any(p, methodNotAllowed(ctx, 'definitions', ['GET']));
+  }
+  app.get('/_health', healthHandler(ctx));
+  app.get('/_ready', readyHandler(ctx));
+  app.get('/metrics', metricsHandler(ctx));
+  app.any('/*', (res) => new Exchange(res, ctx.metrics, 'other', '').sendError(errors.notFound(), true));
+}
+
+function methodNotAllowed(ctx: NodeHttpContext, route: RouteLabel, allow: string[]): (res: HttpResponse, req: HttpRequest) => void {
+  return (res, req) => {
+    const method = req.getCaseSensitiveMethod?.() ?? req.getMethod().toUpperCase();
+    new Exchange(res, ctx.metrics, route, req.getHeader('origin')).sendError(errors.methodNotAllowed(method, allow), true);
+  };
+}
+
+/** CORS preflight: posthog-js calls /flags cross-origin with a JSON or text body. */
+function preflight(ctx: NodeHttpContext, route: RouteLabel): (res: HttpResponse, req: HttpRequest) => void {
+  return (res, req) => {
+    const origin = req.getHeader('origin');
+    const requested = req.getHeader('access-control-request-headers');
+    const ex = new Exchange(res, ctx.metrics, route, origin === '' ? '*' : origin);
+    ex.send(204, '', [
+      ['Access-Control-Allow-Methods', 'POST, OPTIONS'],
+      ['Access-Control-Allow-Headers', requested === '' ? 'content-type' : requested],
+      ['Access-Control-Max-Age', '86400'],
+    ], null);
+  };
+}

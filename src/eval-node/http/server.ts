@@ -1,0 +1,121 @@
+/**
+ * The evaluation node's HTTP server on uWebSockets.js (DESIGN.md "Evaluation node"): builds the
+ * shared context (metrics, usage counter, evaluator, GeoIP, feed cache), registers the routes and
+ * listens on `config.host:config.flagsPort` (0 = any free port).
+ *
+ * Evaluation mode: `config.evalThreads = 0` evaluates on the IO thread (inline); N > 0 runs a
+ * Piscina pool of N workers that open the store's LMDB environment (`storePath`, default
+ * `<dataDir>/lmdb`) read-only. The IO thread's compiled-project cache is dropped per project on
+ * `store.onApplied`, so answers follow the store without per-request checks.
+ */
+import path from 'node:path';
+import uWS from 'uWebSockets.js';
+import type { Logger } from 'pino';
+import type { Config } from '../../config.js';
+import type { NodeStore } from '../store/lmdb.js';
+import { geoipFromBytes, loadGeoipBytes, NO_GEOIP, type Geoip } from '../geoip/index.js';
+import { FlagsEngine, inlineEvaluator, poolEvaluator, type Evaluator } from '../pool/index.js';
+import type { NodeHttpContext, SyncState } from './context.js';
+import { DefinitionsFeedCache } from './definitions-feed.js';
+import { Metrics } from './metrics.js';
+import { registerRoutes } from './routes.js';
+import { FlagUsage } from './usage.js';
+
+export type { SyncState };
+export { FlagUsage };
+
+/** Options of {@link startNodeHttp}. */
+export interface NodeHttpOptions {
+  config: Config;
+  log: Logger;
+  store: NodeStore;
+  /** Sync client state for /metrics (lag, connection), when available. */
+  syncState?: () => SyncState | undefined;
+  /** The node's Watch client (src/eval-node/sync/client.ts); used for /metrics when `syncState` is absent. */
+  sync?: { state(): { connected: boolean; lag: number } };
+  /** LMDB path workers open read-only (pool mode); default `<config.dataDir>/lmdb`. */
+  storePath?: string;
+  /** Port override (default `config.flagsPort`). */
+  port?: number;
+}
+
+/** A running node HTTP server. */
+export interface NodeHttp {
+  port: number;
+  /** Base URL, e.g. `http://127.0.0.1:8010` ({flags_url}). */
+  url: string;
+  /** Per-organization /flags request counts (read and reset with `takeUsage()`). */
+  usage: FlagUsage;
+  metrics: Metrics;
+  /** 'inline' or 'pool'. */
+  mode: 'inline' | 'pool';
+  /** Stops listening, stops the pool and unsubscribes from the store. Open keep-alive connections end at uWS's idle timeout. */
+  close(): Promise<void>;
+}
+
+/** Opens the GeoIP database once; a missing or unreadable file disables GeoIP with a warning. */
+function openGeoip(config: Config, log: Logger): { geoip: Geoip; bytes: Uint8Array | null } {
+  try {
+    const bytes = loadGeoipBytes(config.geoipDbPath);
+    return { geoip: geoipFromBytes(bytes), bytes };
+  } catch (e) {
+    log.warn({ err: e, path: config.geoipDbPath }, 'GeoIP database unavailable; $geoip_* properties disabled');
+    return { geoip: NO_GEOIP, bytes: null };
+  }
+}
+
+function syncStateOf(sync: NonNullable<NodeHttpOptions['sync']>): () => SyncState {
+  return () => {
+    const s = sync.state();
+    return { lagRevisions: s.lag, connected: s.connected };
+  };
+}
+
+/** Starts the node's HTTP server. @throws when the port cannot be bound. */
+export async function startNodeHttp(opts: NodeHttpOptions): Promise<NodeHttp> {
+  const { config, store } = opts;
+  const log = opts.log.child({ component: 'node-http' });
+  const { geoip, bytes } = openGeoip(config, log);
+  const engine = new FlagsEngine(store, geoip, true);
+  const unsubscribe = store.onApplied((_rev, projectIds) => engine.invalidate(projectIds));
+  let evaluator: Evaluator;
+  if (config.evalThreads > 0) {
+    evaluator = poolEvaluator(config.evalThreads, { storePath: opts.storePath ?? path.join(config.dataDir, 'lmdb'), geoipBytes: bytes });
+  } else {
+    evaluator = inlineEvaluator(engine);
+  }
+  const ctx: NodeHttpContext = {
+    config, log, store, evaluator,
+    metrics: new Metrics(),
+    usage: new FlagUsage(),
+    feed: new DefinitionsFeedCache(),
+    geoipEnabled: bytes !== null,
+    syncState: opts.syncState ?? (opts.sync ? syncStateOf(opts.sync) : undefined),
+  };
+  const app = uWS.App();
+  registerRoutes(app, ctx);
+  const wanted = opts.port ?? config.flagsPort;
+  const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
+    app.listen(config.host, wanted, (s) => {
+      if (s) resolve(s);
+      else reject(new Error(`cannot listen on ${config.host}:${wanted}`));
+    });
+  });
+  const port = uWS.us_socket_local_port(listenSocket);
+  log.info({ port, mode: evaluator.mode, threads: config.evalThreads }, 'evaluation node HTTP listening');
+  let closed = false;
+  return {
+    port,
+    url: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`,
+    usage: ctx.usage,
+    metrics: ctx.metrics,
+    mode: evaluator.mode,
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      uWS.us_listen_socket_close(listenSocket);
+      unsubscribe();
+      await evaluator.close();
+    },
+  };
+}

@@ -1,0 +1,120 @@
+/**
+ * The evaluator behind /flags, identical on the IO thread (inline mode) and in every pool worker:
+ * a compiled-project cache plus the stages filter → properties → evaluate → serialize
+ * (STYLE.md rule 5). Projects are compiled once per definitions revision (never per request) and
+ * swapped whole:
+ *
+ * - on the IO thread the cache is `trusted`: entries stay until {@link FlagsEngine.invalidate}
+ *   (wired to the store's `onApplied`) drops them, so a request costs no store read at all;
+ * - in a worker (a read-only store never sees `onApplied`) each batch re-checks a project's
+ *   definitions revision once (`store.definitions()` is one LMDB get when unchanged) and
+ *   recompiles when it moved.
+ */
+import {
+  compileProject, evaluateFlags,
+  type CohortDefinition, type CompiledProject, type FlagDefinition, type ProjectDefinitions as CoreDefinitions,
+} from '../../evaluation/index.js';
+import type { NodeStore, ProjectDefinitions } from '../store/lmdb.js';
+import { fillGeoip, type Geoip } from '../geoip/index.js';
+import type { FlagsJob, JobAnswer } from './job.js';
+import { EMPTY_RESULT, serializeResult } from './respond.js';
+
+/** The part of the node store the engine reads. */
+export type EngineStore = Pick<NodeStore, 'definitions' | 'project'>;
+
+interface Entry {
+  revision: number;
+  compiled: CompiledProject;
+  hasFeatureFlags: boolean;
+}
+
+/** Store definitions → the core's feed shape (cohorts keyed by id, `{properties, is_static}`). */
+export function toCoreDefinitions(defs: ProjectDefinitions): CoreDefinitions {
+  const cohorts: Record<string, CohortDefinition> = {};
+  for (const c of defs.cohorts) {
+    cohorts[String(c.id)] = { ...(c.filters as object), is_static: c.is_static } as CohortDefinition;
+  }
+  return { flags: defs.flags as unknown as FlagDefinition[], group_type_mapping: defs.groupTypeMapping, cohorts };
+}
+
+/** Compiled projects and the per-request stages; see the module doc. */
+export class FlagsEngine {
+  private readonly cache = new Map<number, Entry>();
+  /** Projects whose revision was checked in the current batch (untrusted mode only). */
+  private readonly checked = new Set<number>();
+
+  constructor(private readonly store: EngineStore, private readonly geoip: Geoip, private readonly trusted: boolean) {}
+
+  /** Drops the compiled projects in `projectIds` (null = every project). */
+  invalidate(projectIds: Iterable<number | null>): void {
+    for (const id of projectIds) {
+      if (id === null) { this.cache.clear(); return; }
+      this.cache.delete(id);
+    }
+  }
+
+  /** Starts a batch: untrusted engines re-check each project's revision once per batch. */
+  beginBatch(): void {
+    this.checked.clear();
+  }
+
+  /** The compiled project, compiling on a miss or a revision change. */
+  private entry(projectId: number): Entry {
+    let e = this.cache.get(projectId);
+    if (e !== undefined && (this.trusted || this.checked.has(projectId))) return e;
+    const defs = this.store.definitions(projectId);
+    if (e === undefined || e.revision !== defs.revision) {
+      const timezone = this.store.project(projectId)?.timezone || 'UTC';
+      e = {
+        revision: defs.revision,
+        compiled: compileProject(toCoreDefinitions(defs), { timezone }),
+        hasFeatureFlags: defs.flags.some((f) => f.active && !f.deleted),
+      };
+      this.cache.set(projectId, e);
+    }
+    if (!this.trusted) this.checked.add(projectId);
+    return e;
+  }
+
+  /** Definitions revision the engine evaluates `projectId` at (compiling if needed). */
+  revisionOf(projectId: number): number {
+    return this.entry(projectId).revision;
+  }
+
+  /**
+   * Runs one job through filter → properties → evaluate → serialize. Returns null (and never
+   * throws) when something unexpected failed; the caller answers 500.
+   */
+  run(job: FlagsJob, nowMs: number = Date.now()): JobAnswer {
+    try {
+      const e = this.entry(job.projectId);
+      let result = EMPTY_RESULT;
+      if (!job.disableFlags) {
+        // filter: runtime, evaluation environments, flag_keys and survey-only selection are
+        // request fields the core applies before matching (spec §4.4 rules 2–5).
+        const req = this.properties(job);
+        result = evaluateFlags(e.compiled, req, NO_STORED, nowMs);
+      }
+      return serializeResult(result, {
+        shape: job.shape, config: job.config, requestId: job.requestId, evaluatedAt: nowMs, hasFeatureFlags: e.hasFeatureFlags,
+      });
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * properties stage: the request's properties win over stored ones (spec §4.4 rule 1; the node
+   * stores no persons yet, so there are none), and GeoIP fills only keys the request did not
+   * supply (rule 6).
+   */
+  private properties(job: FlagsJob): FlagsJob['request'] {
+    if (job.ip === null) return job.request;
+    const geo = this.geoip.lookup(job.ip);
+    if (geo === null) return job.request;
+    return { ...job.request, person_properties: fillGeoip(job.request.person_properties, geo) };
+  }
+}
+
+/** Stored context of every request until persons and groups reach the node (capture work). */
+const NO_STORED = Object.freeze({});

@@ -1,0 +1,62 @@
+/**
+ * The serialize stage: an {@link EvaluationResult} → the response body of the requested shape
+ * (research/posthog-flag-evaluation.md §5.2–§5.3, built by the evaluation core's `toFlagsV2`,
+ * `toFlagsV1`, `toDecide`), plus the remote-config fields that `config=true` and `/decide` add
+ * (§5.2: "remote-config keys are flattened into the top level"). Shared by the inline path, the
+ * pool workers and the quota-limited answer, so every path produces byte-identical bodies.
+ */
+import { toDecide, toFlagsV1, toFlagsV2, type EvaluationResult } from '../../evaluation/index.js';
+import type { ResponseShape } from './job.js';
+
+/** The result of evaluating nothing (disable_flags, quota limited). */
+export const EMPTY_RESULT: EvaluationResult = Object.freeze({ flags: Object.freeze({}) as EvaluationResult['flags'], errorsWhileComputingFlags: false });
+
+/**
+ * The remote-config fields of PostHog's `/flags?config=true` for a project this service knows
+ * nothing else about: autocapture on, no session recording, surveys, heatmaps or site apps.
+ * `hasFeatureFlags` is filled per project. Values follow PostHog's defaults (research §5.2).
+ */
+function configFields(hasFeatureFlags: boolean): Record<string, unknown> {
+  return {
+    config: { enable_collect_everything: true },
+    toolbarParams: {},
+    isAuthenticated: false,
+    supportedCompression: ['gzip', 'gzip-js'],
+    hasFeatureFlags,
+    sessionRecording: false,
+    surveys: false,
+    heatmaps: false,
+    capturePerformance: false,
+    autocaptureExceptions: false,
+    autocapture_opt_out: false,
+    siteApps: [],
+    elementsChainAsString: true,
+    defaultIdentifiedOnly: true,
+  };
+}
+
+/** Options of {@link serializeResult}. */
+export interface SerializeOptions {
+  shape: ResponseShape;
+  config: boolean;
+  requestId: string;
+  /** Unix ms of the evaluation. */
+  evaluatedAt: number;
+  quotaLimited?: boolean;
+  /** Whether the project has any live flag (the config field `hasFeatureFlags`). */
+  hasFeatureFlags: boolean;
+}
+
+/** The JSON body for `result` in `opts.shape`. */
+export function serializeResult(result: EvaluationResult, opts: SerializeOptions): string {
+  const extra = { requestId: opts.requestId, evaluatedAt: opts.evaluatedAt, quotaLimited: opts.quotaLimited };
+  let body: object;
+  switch (opts.shape) {
+    case 'flags-v2': body = toFlagsV2(result, extra); break;
+    case 'flags-v1': body = toFlagsV1(result, extra); break;
+    case 'decide-v2': body = toDecide(result, 2, extra); break;
+    case 'decide-v1': body = toDecide(result, 1, extra); break;
+  }
+  if (opts.config) Object.assign(body, configFields(opts.hasFeatureFlags));
+  return JSON.stringify(body);
+}

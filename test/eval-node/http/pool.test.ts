@@ -1,0 +1,54 @@
+/**
+ * Pool mode (Piscina workers reading the LMDB store read-only) answers exactly as inline mode,
+ * for 1,000 users, across response shapes, groups and GeoIP.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestNode, postFlags, PROJECT_TOKEN } from './fixture.js';
+
+function strip(text: string): unknown {
+  const b = JSON.parse(text);
+  delete b.requestId;
+  delete b.evaluatedAt;
+  return b;
+}
+
+test('pool and inline give identical answers for 1,000 users', async () => {
+  const inline = await startTestNode({ evalThreads: 0 });
+  const pool = await startTestNode({ evalThreads: 2 });
+  // Each fixture allocates its own flag ids (standardFlags() per call): answers are compared
+  // without metadata.id, everything else byte for byte.
+  try {
+    assert.equal(pool.http.mode, 'pool');
+    const paths = ['/flags?v=2', '/flags', '/decide/?v=2'];
+    for (let batch = 0; batch < 1000; batch += 50) {
+      const ids = Array.from({ length: 50 }, (_, i) => batch + i);
+      const bodies = ids.map((n) => ({
+        api_key: PROJECT_TOKEN, distinct_id: `user-${n}`,
+        person_properties: { email: n % 2 ? `u${n}@example.com` : `u${n}@mail.test` },
+        groups: n % 3 ? { organization: `org-${n % 7}` } : {},
+        group_properties: { organization: { plan: n % 4 ? 'pro' : 'free' } },
+      }));
+      const headers = (n: number): Record<string, string> => (n % 5 === 0 ? { 'x-forwarded-for': '81.2.69.142' } : {});
+      const [a, b] = await Promise.all([
+        Promise.all(bodies.map((body, i) => postFlags(inline, body, { path: paths[i % 3], headers: headers(ids[i]!) }))),
+        Promise.all(bodies.map((body, i) => postFlags(pool, body, { path: paths[i % 3], headers: headers(ids[i]!) }))),
+      ]);
+      for (let i = 0; i < bodies.length; i++) {
+        assert.equal(a[i]!.status, 200);
+        assert.equal(b[i]!.status, 200);
+        assert.deepEqual(normalizeIds(strip(b[i]!.text)), normalizeIds(strip(a[i]!.text)), `user-${ids[i]}`);
+      }
+    }
+  } finally {
+    await pool.close();
+    await inline.close();
+  }
+});
+
+/** Flag ids differ between the two fixtures (allocated per call): drop them. */
+function normalizeIds(b: any): unknown {
+  if (b.flags) for (const k of Object.keys(b.flags)) delete b.flags[k].metadata.id;
+  return b;
+}
+
