@@ -184,7 +184,12 @@ test('a read-only store sees the writer\'s commits and refuses writes', async ()
       await new Promise((r) => setTimeout(r, 0)); // lmdb-js renews a reader's snapshot on the next turn
       assert.equal(ro.revision(), 10);
       assert.equal(ro.definitions(1).flags.length, 3, 'cache revalidated by the project revision');
-      assert.throws(() => ro.applyBatch([], 11), StoreStateError);
+      assert.equal(ro.projectByToken('phc_one')?.id, 1);
+      await s.applyBatch([up('project', 1, 1, project(1, 'phc_rotated'))], 11);
+      await new Promise((r) => setTimeout(r, 0));
+      assert.equal(ro.projectByToken('phc_one'), undefined, 'memoised lookup dropped when tenancy moved');
+      assert.equal(ro.projectByToken('phc_rotated')?.id, 1);
+      assert.throws(() => ro.applyBatch([], 12), StoreStateError);
     } finally {
       await ro.close();
     }
