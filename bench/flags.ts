@@ -1,0 +1,262 @@
+/**
+ * `make bench` (`node dist/bench/flags.js`): HTTP throughput and latency of the evaluation node's
+ * `POST /flags?v=2` on the peer workload (research/peer-benchmarks.md "The workload": 50 flags —
+ * 20 boolean rollouts at 10–90 % (seeded), 10 multivariate 34/33/33, 10 email `icontains
+ * "@example.com"`, 5 cohort `plan in [pro, enterprise]`, 5 group flags on `$group_key` — for
+ * `user-<n>`, n random in 0..99,999, with that doc's person properties).
+ *
+ * Question answered: how many /flags requests per second does one node answer on loopback, at
+ * what p50/p99, in inline mode (`SWITCHYARD_EVAL_THREADS=0`) and pool mode, compared with a bare
+ * uWebSockets.js endpoint returning a fixed 2 KB body in the same run; and what is p99 at half of
+ * the measured maximum rate?
+ *
+ * Setup: the node's LMDB store is filled directly through its snapshot API (no control plane);
+ * the server runs in this process; autocannon runs in a CHILD process so it does not share the
+ * server's event loop. Loopback only; every run is bounded by its duration.
+ * Knobs (env): BENCH_DURATION_S (10), BENCH_WARMUP_S (3), BENCH_CONNECTIONS (50),
+ * BENCH_POOL_THREADS (2), BENCH_MODES (`ceiling,inline,pool`).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import uWS from 'uWebSockets.js';
+import { testConfig } from '../src/config.js';
+import { createLogger } from '../src/log.js';
+import { openNodeStore, type StoreChange } from '../src/eval-node/store/lmdb.js';
+import { startNodeHttp } from '../src/eval-node/http/server.js';
+import type { FeatureFlagEntity } from '../src/control-plane/change-log/entities.js';
+
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
+const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 3);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const POOL_THREADS = Number(process.env.BENCH_POOL_THREADS ?? 2);
+const MODES = (process.env.BENCH_MODES ?? 'ceiling,inline,pool').split(',');
+const USERS = 100_000;
+const BODIES = 20_000;
+const TOKEN = 'phc_benchProjectToken000000000001';
+
+/** mulberry32: seeded PRNG so every run uses the same workload. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const COMPANIES = Array.from({ length: 10 }, (_, i) => `company-${i * 7}`);
+const PLANS = ['free', 'pro', 'enterprise', 'starter'];
+
+/** The 50 workload flags as node-store entities (project 1). */
+function workloadFlags(seed = 42): FeatureFlagEntity[] {
+  const rnd = prng(seed);
+  const flags: FeatureFlagEntity[] = [];
+  let id = 1;
+  const pad = (i: number) => String(i).padStart(2, '0');
+  const add = (key: string, filters: Record<string, unknown>) => flags.push({
+    id: id++, team_id: 1, key, name: key, filters, deleted: false, active: true, ensure_experience_continuity: false, version: 1,
+    evaluation_runtime: 'all', evaluation_tags: [], bucketing_identifier: null, has_encrypted_payloads: false, is_remote_configuration: false,
+  });
+  for (let i = 0; i < 20; i++) add(`rollout-${pad(i)}`, { groups: [{ properties: [], rollout_percentage: 10 + Math.floor(rnd() * 81) }] });
+  for (let i = 0; i < 10; i++) {
+    add(`mv-${pad(i)}`, {
+      groups: [{ properties: [], rollout_percentage: 100 }],
+      multivariate: { variants: [{ key: 'control', rollout_percentage: 34 }, { key: 'test-a', rollout_percentage: 33 }, { key: 'test-b', rollout_percentage: 33 }] },
+    });
+  }
+  for (let i = 0; i < 10; i++) {
+    add(`email-${pad(i)}`, { groups: [{ properties: [{ key: 'email', type: 'person', operator: 'icontains', value: '@example.com' }], rollout_percentage: 100 }] });
+  }
+  for (let i = 0; i < 5; i++) add(`plan-${pad(i)}`, { groups: [{ properties: [{ key: 'id', type: 'cohort', value: 7 }], rollout_percentage: 100 }] });
+  for (let i = 0; i < 5; i++) {
+    add(`org-${pad(i)}`, {
+      aggregation_group_type_index: 0,
+      groups: [{ properties: [{ key: '$group_key', type: 'group', group_type_index: 0, operator: 'exact', value: COMPANIES }], rollout_percentage: 100 }],
+    });
+  }
+  return flags;
+}
+
+/** Store entities of the bench world: one organization, one project, the flags, cohort 7, group type `company`. */
+function workloadChanges(): StoreChange[] {
+  const c = (kind: string, entityId: string, projectId: number | null, payload: unknown): StoreChange => ({ kind, entityId, projectId, op: 'upsert', payload });
+  return [
+    c('organization', '1', null, { id: 1, name: 'Bench', monthly_flag_requests_limit: null, quota_limited: false }),
+    c('project', '1', 1, { id: 1, organization_id: 1, name: 'Bench', api_token: TOKEN, timezone: 'UTC' }),
+    c('group_type_mapping', '1:0', 1, { project_id: 1, group_type: 'company', group_type_index: 0 }),
+    c('cohort', '7', 1, { id: 7, project_id: 1, name: 'paid', is_static: false, deleted: false,
+      filters: { properties: { type: 'OR', values: [{ type: 'AND', values: [{ key: 'plan', type: 'person', operator: 'exact', value: ['pro', 'enterprise'] }] }] } } }),
+    ...workloadFlags().map((f) => c('feature_flag', String(f.id), 1, f)),
+  ];
+}
+
+/** The /flags body for user n (research/peer-benchmarks.md; sent as posthog-node sends it). */
+function workloadBody(n: number): string {
+  return JSON.stringify({
+    token: TOKEN,
+    distinct_id: `user-${n}`,
+    groups: { company: `company-${n % 100}` },
+    person_properties: { email: `user${n}${n % 2 === 0 ? '@example.com' : '@mail.test'}`, plan: PLANS[(n >> 3) % 4], company: `company-${n % 100}` },
+    group_properties: {},
+    geoip_disable: false,
+  });
+}
+
+/** One load run's figures (from the autocannon child). */
+interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  total: number;
+}
+
+/** Runs autocannon in a child process against `url` (warm-up first unless `rate` runs). */
+function load(url: string, durationS: number, rate?: number): Promise<LoadResult> {
+  return new Promise((resolve, reject) => {
+    const args = [fileURLToPath(import.meta.url), '--load', JSON.stringify({ url, durationS, rate, connections: CONNECTIONS })];
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      if (code !== 0) return reject(new Error(`load generator exited with ${code}`));
+      try { resolve(JSON.parse(out.trim().split('\n').pop()!)); } catch (e) { reject(e); }
+    });
+  });
+}
+
+/** Child side: autocannon with a random workload body per request. */
+async function loadChild(opts: { url: string; durationS: number; rate?: number; connections: number }): Promise<void> {
+  const { default: autocannon } = await import('autocannon');
+  const rnd = prng(7);
+  const bodies = Array.from({ length: BODIES }, () => workloadBody(Math.floor(rnd() * USERS)));
+  let i = 0;
+  const result = await autocannon({
+    url: opts.url,
+    connections: opts.connections,
+    duration: opts.durationS,
+    ...(opts.rate ? { overallRate: opts.rate } : {}),
+    requests: [{
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'user-agent': 'posthog-node/5.0.0' },
+      // A different user per request; bodies are pre-generated so the generator only indexes.
+      setupRequest: (req) => { req.body = bodies[i++ % BODIES]!; return req; },
+    }],
+  });
+  process.stdout.write(JSON.stringify({
+    rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99,
+    non2xx: result.non2xx, errors: result.errors + result.timeouts, total: result.requests.total,
+  } satisfies LoadResult) + '\n');
+}
+
+/** A bare uWS endpoint: reads the body, answers a fixed 2,048-byte JSON (the ceiling). */
+function startCeiling(): Promise<{ url: string; close(): void }> {
+  // '{"featureFlags":{},"pad":""}' is 28 bytes: pad to exactly 2,048.
+  const fixed = Buffer.from(JSON.stringify({ featureFlags: {}, pad: 'x'.repeat(2048 - 28) }));
+  return new Promise((resolve, reject) => {
+    const app = uWS.App();
+    app.post('/*', (res) => {
+      res.onAborted(() => {});
+      res.onData((_chunk, isLast) => {
+        if (isLast) res.cork(() => { res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json').end(fixed); });
+      });
+    });
+    app.listen('127.0.0.1', 0, (s) => {
+      if (!s) return reject(new Error('ceiling: cannot listen'));
+      resolve({ url: `http://127.0.0.1:${uWS.us_socket_local_port(s)}/flags`, close: () => uWS.us_listen_socket_close(s) });
+    });
+  });
+}
+
+interface Row {
+  name: string;
+  max: LoadResult;
+  half?: LoadResult;
+  rssMb: number;
+}
+
+async function measure(name: string, url: string, withHalf: boolean): Promise<Row> {
+  process.stderr.write(`${name}: warm-up ${WARMUP_S}s, run ${DURATION_S}s…\n`);
+  if (WARMUP_S > 0) await load(url, WARMUP_S);
+  const max = await load(url, DURATION_S);
+  const rssMb = process.memoryUsage().rss / 1024 / 1024;
+  let half: LoadResult | undefined;
+  if (withHalf) {
+    process.stderr.write(`${name}: half load ${Math.round(max.rps / 2)} req/s for ${DURATION_S}s…\n`);
+    half = await load(url, DURATION_S, Math.max(1, Math.round(max.rps / 2)));
+  }
+  return { name, max, half, rssMb };
+}
+
+async function main(): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-flags-'));
+  const storePath = path.join(dir, 'lmdb');
+  const store = openNodeStore(storePath);
+  const rows: Row[] = [];
+  try {
+    await store.beginSnapshot(1);
+    await store.stageSnapshot(workloadChanges());
+    await store.commitSnapshot(1);
+    const log = createLogger('silent');
+    let ceilingRps = 0;
+    if (MODES.includes('ceiling')) {
+      const ceiling = await startCeiling();
+      try {
+        const r = await measure('uWS ceiling (fixed 2 KB)', ceiling.url, false);
+        ceilingRps = r.max.rps;
+        rows.push(r);
+      } finally {
+        ceiling.close();
+      }
+    }
+    for (const mode of ['inline', 'pool'].filter((m) => MODES.includes(m))) {
+      const threads = mode === 'inline' ? 0 : POOL_THREADS;
+      const node = await startNodeHttp({ config: testConfig({ dataDir: dir, evalThreads: threads }), log, store, storePath, port: 0 });
+      try {
+        // Fidelity check before load: all 50 flags answered.
+        const res = await fetch(`${node.url}/flags?v=2`, { method: 'POST', body: workloadBody(2), headers: { 'content-type': 'application/json' } });
+        const flags = Object.keys(((await res.json()) as { flags: object }).flags);
+        if (res.status !== 200 || flags.length !== 50) throw new Error(`${mode}: expected 50 flags, got ${res.status} ${flags.length}`);
+        rows.push(await measure(mode === 'inline' ? 'node inline (EVAL_THREADS=0)' : `node pool (EVAL_THREADS=${threads})`, `${node.url}/flags?v=2`, true));
+      } finally {
+        await node.close();
+      }
+    }
+    report(rows, ceilingRps);
+  } finally {
+    await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function report(rows: Row[], ceilingRps: number): void {
+  const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
+  console.log(`\nPOST /flags?v=2, 50 flags, ${CONNECTIONS} connections, ${DURATION_S}s after ${WARMUP_S}s warm-up; autocannon in a child process`);
+  console.log(`Node ${process.version}, ${os.availableParallelism()} vCPU (${cpu})\n`);
+  console.log('| run | req/s | p50 ms | p99 ms | non-2xx | RSS MB | vs uWS ceiling | p99 ms at half load (req/s) |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---|');
+  for (const r of rows) {
+    const ratio = ceilingRps > 0 ? `${((r.max.rps / ceilingRps) * 100).toFixed(1)} %` : '–';
+    const half = r.half ? `${r.half.p99} (${Math.round(r.half.rps)})` : '–';
+    console.log(`| ${r.name} | ${Math.round(r.max.rps)} | ${r.max.p50} | ${r.max.p99} | ${r.max.non2xx + r.max.errors} | ${r.rssMb.toFixed(0)} | ${ratio} | ${half} |`);
+  }
+  const inline = rows.find((r) => r.name.startsWith('node inline'));
+  const pool = rows.find((r) => r.name.startsWith('node pool'));
+  if (inline && pool) {
+    const faster = inline.max.rps >= pool.max.rps ? 'inline' : 'pool';
+    console.log(`\nfaster mode: ${faster} (inline ${Math.round(inline.max.rps)} vs pool ${Math.round(pool.max.rps)} req/s)`);
+  }
+}
+
+if (process.argv[2] === '--load') {
+  loadChild(JSON.parse(process.argv[3]!)).catch((e) => { console.error(e); process.exit(1); });
+} else {
+  main().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });
+}
