@@ -1,0 +1,115 @@
+/**
+ * posthog-node (the real client, pointed at the node) against our /flags and /flags/definitions:
+ * remote getFeatureFlag / getAllFlags / payloads / groups, and local evaluation of our feed agreeing
+ * with our remote /flags for 1,000 users on every flag posthog-node evaluates conclusively
+ * (research/posthog-flag-evaluation.md §6; DESIGN.md "Evaluation core").
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { PostHog } from 'posthog-node';
+import { startTestNode, postFlags, flag, standardFlags, worldChanges, COHORT_7, PROJECT_TOKEN, PERSONAL_KEY, type TestNode } from './fixture.js';
+
+let node: TestNode;
+
+const PLANS = ['free', 'pro', 'enterprise', 'starter'];
+const COMPANIES = Array.from({ length: 10 }, (_, i) => `company-${i * 7}`);
+
+function flags() {
+  const base = standardFlags();
+  const alwaysOn = base.find((f) => f.key === 'always-on')!;
+  return [
+    ...base,
+    flag('rollout-30', { groups: [{ properties: [], rollout_percentage: 30 }] }),
+    flag('rollout-85', { groups: [{ properties: [], rollout_percentage: 85 }] }),
+    flag('mv3', { groups: [{ properties: [], rollout_percentage: 100 }], multivariate: { variants: [
+      { key: 'control', rollout_percentage: 34 }, { key: 'test-a', rollout_percentage: 33 }, { key: 'test-b', rollout_percentage: 33 }] } }),
+    flag('mv-partial', { groups: [{ properties: [{ key: 'email', type: 'person', operator: 'icontains', value: 'example' }], rollout_percentage: 60 }],
+      multivariate: { variants: [{ key: 'a', rollout_percentage: 20 }, { key: 'b', rollout_percentage: 80 }] }, payloads: { a: '{"v":"a"}', b: '"b"' } }),
+    flag('org-keys', { aggregation_group_type_index: 0, groups: [{ properties: [{ key: '$group_key', type: 'group', group_type_index: 0, operator: 'exact', value: COMPANIES }], rollout_percentage: 100 }] }),
+    flag('org-rollout', { aggregation_group_type_index: 0, groups: [{ properties: [], rollout_percentage: 40 }] }),
+    flag('dep-on', { groups: [{ properties: [{ key: String(alwaysOn.id), type: 'flag', operator: 'flag_evaluates_to', value: true }], rollout_percentage: 100 }] }),
+    flag('two-sets', { groups: [
+      { properties: [{ key: 'plan', type: 'person', operator: 'exact', value: ['enterprise'] }], rollout_percentage: 100 },
+      { properties: [{ key: 'email', type: 'person', operator: 'icontains', value: '@example.com' }], rollout_percentage: 50, variant: null }] }),
+  ];
+}
+
+before(async () => { node = await startTestNode({ changes: worldChanges(flags(), [COHORT_7]) }); });
+after(async () => { await node.close(); });
+
+function user(n: number) {
+  return {
+    distinctId: `user-${n}`,
+    personProperties: { email: `user${n}${n % 2 === 0 ? '@example.com' : '@mail.test'}`, plan: PLANS[(n >> 3) % 4]! },
+    groups: { organization: `company-${n % 100}` },
+    groupProperties: { organization: { plan: n % 3 ? 'pro' : 'free' } },
+  };
+}
+
+test('remote: getFeatureFlag, getAllFlags, payloads and groups through posthog-node', async () => {
+  const client = new PostHog(PROJECT_TOKEN, { host: node.url, flushAt: 1000, flushInterval: 0, disableGeoip: true });
+  try {
+    const u = user(2);
+    const opts = { personProperties: u.personProperties, groups: u.groups, groupProperties: u.groupProperties, sendFeatureFlagEvents: false };
+    const direct = (await postFlags(node, { token: PROJECT_TOKEN, distinct_id: u.distinctId, person_properties: u.personProperties, groups: u.groups,
+      group_properties: u.groupProperties, geoip_disable: true }, { headers: { 'user-agent': 'posthog-node/5.70.0' } })).json();
+    assert.equal(await client.getFeatureFlag('always-on', u.distinctId, opts), true);
+    assert.equal(await client.getFeatureFlag('mv', u.distinctId, opts), direct.flags.mv.variant);
+    assert.equal(await client.getFeatureFlag('email-flag', u.distinctId, opts), true);
+    assert.equal(await client.getFeatureFlag('group-flag', u.distinctId, { ...opts, groupProperties: { organization: { plan: 'pro' } } }), true);
+    assert.equal(await client.getFeatureFlag('group-flag', u.distinctId, { ...opts, groups: {}, groupProperties: {} }), false);
+    assert.deepEqual(await client.getFeatureFlagPayload('payload-flag', u.distinctId, undefined, opts), { a: 1 });
+    const all = await client.getAllFlags(u.distinctId, opts);
+    for (const [k, e] of Object.entries(direct.flags) as [string, { variant: string | null; enabled: boolean }][]) {
+      assert.equal(all[k], e.variant ?? e.enabled, k);
+    }
+    assert.equal(all['client-only'], undefined, 'posthog-node is detected as a server runtime');
+    assert.equal(all['server-only'], true);
+  } finally {
+    await client.shutdown();
+  }
+});
+
+test('local evaluation of /flags/definitions agrees with remote /flags for 1,000 users', async () => {
+  const client = new PostHog(PROJECT_TOKEN, {
+    host: node.url, personalApiKey: PERSONAL_KEY, featureFlagsPollingInterval: 60_000, flushAt: 1000, flushInterval: 0, disableGeoip: true,
+  });
+  try {
+    await client.waitForLocalEvaluationReady(10_000);
+    const keys = flags().filter((f) => !f.is_remote_configuration).map((f) => f.key);
+    let conclusive = 0;
+    const perFlag = new Map<string, number>();
+    for (let n = 0; n < 1000; n++) {
+      const u = user(n);
+      const remote = (await postFlags(node, {
+        token: PROJECT_TOKEN, distinct_id: u.distinctId, person_properties: { distinct_id: u.distinctId, ...u.personProperties }, groups: u.groups,
+        group_properties: { organization: { $group_key: u.groups.organization, ...u.groupProperties.organization } }, geoip_disable: true,
+      }, { headers: { 'user-agent': 'posthog-node/5.70.0' } })).json();
+      for (const key of keys) {
+        const local = await client.getFeatureFlag(key, u.distinctId, {
+          personProperties: u.personProperties, groups: u.groups, groupProperties: u.groupProperties, onlyEvaluateLocally: true, sendFeatureFlagEvents: false,
+        });
+        const entry = remote.flags[key] as { enabled: boolean; variant: string | null } | undefined;
+        if (local === undefined || entry === undefined) continue;
+        assert.equal(local, entry.variant ?? entry.enabled, `${key} for ${u.distinctId}`);
+        conclusive++;
+        perFlag.set(key, (perFlag.get(key) ?? 0) + 1);
+      }
+    }
+    for (const key of ['always-on', 'mv', 'rollout-50', 'rollout-30', 'mv3', 'mv-partial', 'email-flag', 'cohort-flag', 'group-flag', 'org-keys', 'org-rollout', 'dep-on', 'two-sets', 'payload-flag']) {
+      assert.equal(perFlag.get(key), 1000, `${key} evaluated locally for every user (${perFlag.get(key) ?? 0})`);
+    }
+    assert.ok(conclusive >= 14_000);
+    // Payloads agree too (local parses the stored JSON string; remote returns it raw).
+    for (let n = 0; n < 50; n++) {
+      const u = user(n);
+      const opts = { personProperties: u.personProperties, groups: u.groups, groupProperties: u.groupProperties, sendFeatureFlagEvents: false };
+      const local = await client.getFeatureFlagPayload('mv-partial', u.distinctId, undefined, { ...opts, onlyEvaluateLocally: true });
+      const remote = (await postFlags(node, { token: PROJECT_TOKEN, distinct_id: u.distinctId, person_properties: u.personProperties }, { headers: { 'user-agent': 'posthog-node/5' } })).json();
+      const p = remote.flags['mv-partial'].metadata.payload;
+      assert.deepEqual(local ?? null, p === null ? null : JSON.parse(p), u.distinctId);
+    }
+  } finally {
+    await client.shutdown();
+  }
+});
