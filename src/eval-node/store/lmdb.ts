@@ -112,6 +112,8 @@ const META_STATE = 'state';
 const META_FORMAT = 'format';
 /** Kinds cached by {@link MetaState.tenancy}. */
 const TENANCY_KINDS: ReadonlySet<string> = new Set(['project', 'organization', 'personal_api_key']);
+/** Longest a read-only store serves one LMDB snapshot before looking for newer commits, in ms. */
+export const READ_REFRESH_MS = 1;
 /** Entries per tenancy lookup cache before it is cleared (bounds memory under random tokens). */
 export const TENANCY_CACHE_MAX = 10_000;
 
@@ -120,8 +122,8 @@ export const TENANCY_CACHE_MAX = 10_000;
  * `readOnly` opens an environment a writer already created (worker threads); its write
  * methods throw {@link StoreStateError}.
  *
- * Read cost: the writer keeps the meta record in memory; a read-only store reads it once per
- * synchronous run (one small get, ~0.5 µs). Project, organization and key lookups are then memoised until the
+ * Read cost: the writer keeps the meta record in memory; a read-only store re-reads it (one
+ * small get, ~0.5 µs, on a renewed read transaction) at most every {@link READ_REFRESH_MS}. Project, organization and key lookups are then memoised until the
  * tenancy counter moves (measured ~4 µs → well under 1 µs per `projectByToken` on the hot path),
  * and `definitions()` revalidates against the project's definitions revision only when the
  * store's revision moved.
@@ -159,14 +161,21 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean } = {}): 
   const putState = (next: MetaState): void => { meta.putSync(META_STATE, [next.gen, next.revision, next.complete, next.tenancy]); };
   // The writer is the only one changing the record: it mirrors it in memory after each commit.
   let mem: MetaState = readState();
-  // A read-only store reads it at most once per synchronous run (a worker's micro-batch): lmdb-js
-  // keeps one read transaction per event-loop turn anyway, so this adds no staleness.
-  let turnState: MetaState | null = null;
-  const clearTurnState = (): void => { turnState = null; };
+  // A read-only store (worker thread) re-reads it at most every READ_REFRESH_MS, each time on a
+  // fresh LMDB read transaction. This must not depend on the event loop: lmdb-js renews its read
+  // transaction on a setTimeout(0), and Piscina workers in `atomics: 'sync'` mode run task after
+  // task without ever returning to the loop, so they would otherwise read one snapshot forever.
+  let checked: MetaState = EMPTY_STATE;
+  let checkedAtMs = -Infinity;
   const state = readOnly
     ? (): MetaState => {
-      if (turnState === null) { turnState = readState(); queueMicrotask(clearTurnState); }
-      return turnState;
+      const now = performance.now();
+      if (now - checkedAtMs >= READ_REFRESH_MS) {
+        root.resetReadTxn();
+        checked = readState();
+        checkedAtMs = now;
+      }
+      return checked;
     }
     : (): MetaState => mem;
 

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { waitFor } from '../../support/wait.js';
 import { openNodeStore, StoreStateError, type StoreChange, type WritableNodeStore } from '../../../src/eval-node/store/lmdb.js';
 
 const project = (id: number, token: string) => ({ id, organization_id: 1, name: `p${id}`, api_token: token, timezone: 'UTC' });
@@ -181,12 +182,12 @@ test('a read-only store sees the writer\'s commits and refuses writes', async ()
     try {
       assert.equal(ro.definitions(1).flags.length, 2);
       await s.applyBatch([up('feature_flag', 12, 1, flag(12, 1))], 10);
-      await new Promise((r) => setTimeout(r, 0)); // lmdb-js renews a reader's snapshot on the next turn
-      assert.equal(ro.revision(), 10);
+      // A reader looks for newer commits at most every READ_REFRESH_MS.
+      await waitFor('reader at revision 10', () => ro.revision() === 10);
       assert.equal(ro.definitions(1).flags.length, 3, 'cache revalidated by the project revision');
       assert.equal(ro.projectByToken('phc_one')?.id, 1);
       await s.applyBatch([up('project', 1, 1, project(1, 'phc_rotated'))], 11);
-      await new Promise((r) => setTimeout(r, 0));
+      await waitFor('reader at revision 11', () => ro.revision() === 11);
       assert.equal(ro.projectByToken('phc_one'), undefined, 'memoised lookup dropped when tenancy moved');
       assert.equal(ro.projectByToken('phc_rotated')?.id, 1);
       assert.throws(() => ro.applyBatch([], 12), StoreStateError);
