@@ -19,6 +19,8 @@ export class ConfigError extends Error {
 export interface Config {
   /** Postgres URL; null → `switchyard start` runs embedded Postgres under `dataDir`. */
   readonly databaseUrl: string | null;
+  /** Port of the embedded Postgres on 127.0.0.1 (used only when databaseUrl is null). */
+  readonly embeddedPostgresPort: number;
   /** Root of everything a process keeps on disk (embedded Postgres, LMDB). */
   readonly dataDir: string;
   /** Address every listener binds to. */
@@ -96,6 +98,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!/^[^\s:]+:\d+$/.test(controlPlane)) throw new ConfigError('SWITCHYARD_CONTROL_PLANE', 'expected host:port');
   const cfg: Config = {
     databaseUrl,
+    embeddedPostgresPort: int(env, 'SWITCHYARD_EMBEDDED_PG_PORT', 54329, 1, 65535),
     dataDir: path.resolve(str(env, 'SWITCHYARD_DATA_DIR') ?? './.switchyard'),
     host: str(env, 'SWITCHYARD_HOST') ?? '127.0.0.1',
     apiPort: int(env, 'SWITCHYARD_API_PORT', 8000, 0, 65535),

@@ -1,0 +1,13 @@
+/**
+ * Every route of the management API, in one list: each resource folder contributes its own
+ * `xxxRoutes(deps)`. Adding a resource is one line here.
+ */
+import type { Deps, Route } from './types.js';
+import { projectRoutes } from '../projects/routes.js';
+
+/** All management routes. */
+export function allRoutes(deps: Deps): Route[] {
+  return [
+    ...projectRoutes(deps),
+  ];
+}

@@ -1,0 +1,61 @@
+/**
+ * Authentication and authorisation of management requests (research/posthog-management-api.md
+ * §5.1–§5.2): a personal API key from `Authorization: Bearer`, else the `personal_api_key`
+ * query parameter; the route's scope; and, for project paths, that the project belongs to the
+ * key's organization and to its scoped projects.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { errors } from '../../errors.js';
+import type { Sql } from '../db/connect.js';
+import { findPersonalApiKey, touchPersonalApiKey } from '../keys/store.js';
+import { hasScope } from '../keys/scopes.js';
+import type { AuthContext, ProjectRow } from './types.js';
+
+/** Token prefixes handled by other authenticators in PostHog; not personal keys (research §5.1). */
+const OTHER_PREFIXES = ['pha_', 'phs_'];
+
+/** Extracts the presented personal key, or null when none was presented. */
+export function presentedKey(headers: IncomingHttpHeaders, query: URLSearchParams): { value: string; where: string } | null {
+  const h = headers.authorization;
+  if (typeof h === 'string') {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
+    if (m && !OTHER_PREFIXES.some((p) => m[1]!.startsWith(p))) return { value: m[1]!, where: 'Authorization header' };
+  }
+  const q = query.get('personal_api_key');
+  if (q) return { value: q, where: 'query string' };
+  return null;
+}
+
+/**
+ * Resolves the caller. @throws ApiError 401 `not_authenticated` (nothing presented) or
+ * `authentication_failed` (unknown key).
+ */
+export async function authenticate(sql: Sql, headers: IncomingHttpHeaders, query: URLSearchParams): Promise<AuthContext> {
+  const presented = presentedKey(headers, query);
+  if (!presented) throw errors.notAuthenticated();
+  const key = await findPersonalApiKey(sql, presented.value);
+  if (!key) throw errors.authenticationFailed(`Personal API key found in request ${presented.where} is invalid.`);
+  touchPersonalApiKey(sql, key.id);
+  return { userId: key.userId, organizationId: key.organizationId, keyId: key.id, scopes: new Set(key.scopes), scopedTeams: key.scopedTeams };
+}
+
+/** @throws ApiError 403 `API key missing required scope 'x'` unless `auth` holds `scope`. */
+export function requireScope(auth: AuthContext, scope: string): void {
+  if (!hasScope(auth.scopes, scope)) throw errors.missingScope(scope);
+}
+
+/**
+ * Loads the project of a project path and checks access.
+ * @throws ApiError 404 `Project not found.` (unknown, malformed, or another organization's id);
+ *   403 when the key's scoped projects exclude it.
+ */
+export async function resolveProject(sql: Sql, auth: AuthContext, rawId: string): Promise<ProjectRow> {
+  if (!/^\d{1,15}$/.test(rawId)) throw errors.notFound('Project not found.');
+  const [project] = await sql<ProjectRow[]>`SELECT id, organization_id, uuid, name, api_token, timezone, created_at
+    FROM projects WHERE id = ${Number(rawId)}`;
+  if (!project || project.organization_id !== auth.organizationId) throw errors.notFound('Project not found.');
+  if (auth.scopedTeams.length > 0 && !auth.scopedTeams.includes(project.id)) {
+    throw errors.permissionDenied(`API key does not have access to the requested project: ID ${project.id}.`);
+  }
+  return project;
+}

@@ -1,0 +1,121 @@
+/**
+ * The control plane's HTTP server (node:http; the management API is low-volume, so the
+ * well-kept standard library beats a faster native server here). Each request runs the
+ * stages: route → authenticate → scope → project → body → handler → reply. An ApiError at
+ * any stage becomes PostHog's `{type, code, detail, attr}`; anything else is logged with the
+ * request id and answered with a generic 500, and the process keeps serving.
+ */
+import http from 'node:http';
+import crypto from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { errors, isApiError, type ApiError } from '../../errors.js';
+import { authenticate, requireScope, resolveProject } from './auth.js';
+import { parseJsonBody, readBody } from './body.js';
+import { Router } from './router.js';
+import type { Deps, ProjectRow, Reply, RequestContext, Route } from './types.js';
+
+/** A running HTTP server. */
+export interface RunningHttp {
+  port: number;
+  /** Base URL, e.g. `http://127.0.0.1:8000`. */
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Unauthenticated probes every process exposes (DESIGN.md "Processes"). */
+export interface Probes {
+  ready(): Promise<boolean>;
+  metrics(): Promise<string>;
+}
+
+/** Starts the management API on `deps.config.host:port` serving `routes`. */
+export async function startHttpServer(deps: Deps, routes: readonly Route[], probes: Probes, port: number): Promise<RunningHttp> {
+  const router = new Router(routes);
+  const server = http.createServer((req, res) => {
+    handle(deps, router, probes, req, res).catch((e) => {
+      deps.log.error({ err: e }, 'unhandled error while replying');
+      if (!res.headersSent) res.writeHead(500).end();
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+  server.requestTimeout = 60_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, deps.config.host, () => resolve());
+  });
+  const actual = (server.address() as AddressInfo).port;
+  return {
+    port: actual,
+    url: `http://${deps.config.host}:${actual}`,
+    close: () => new Promise((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    }),
+  };
+}
+
+const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT']);
+
+async function handle(deps: Deps, router: Router, probes: Probes, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const requestId = crypto.randomUUID();
+  const method = req.method ?? 'GET';
+  let url: URL;
+  try {
+    url = new URL(req.url ?? '/', `http://${req.headers.host ?? `${deps.config.host}`}`);
+  } catch {
+    return send(res, requestId, { status: 400, body: errors.badRequest('invalid_url', 'Malformed request URL.').toBody() });
+  }
+  if (method === 'GET' && (url.pathname === '/_health' || url.pathname === '/_ready' || url.pathname === '/metrics')) {
+    return probe(probes, url.pathname, res);
+  }
+  try {
+    const match = router.match(method, url.pathname);
+    if (match.kind === 'not_found') { drain(req); throw errors.notFound(); }
+    if (match.kind === 'method_not_allowed') { drain(req); throw errors.methodNotAllowed(method, match.allow); }
+    const auth = await authenticate(deps.sql, req.headers, url.searchParams);
+    if (match.route.scope) requireScope(auth, match.route.scope);
+    let project: ProjectRow | undefined;
+    if (match.params.project_id !== undefined) project = await resolveProject(deps.sql, auth, match.params.project_id);
+    let body: unknown;
+    if (BODY_METHODS.has(method)) body = parseJsonBody(await readBody(req, deps.config.maxApiBodyBytes), req.headers['content-type']);
+    else drain(req);
+    const ctx: RequestContext = {
+      method, url, params: match.params, query: url.searchParams, headers: req.headers, body, auth,
+      project: project as ProjectRow, requestId,
+    };
+    send(res, requestId, await match.route.handler(ctx));
+  } catch (e) {
+    const err: ApiError = isApiError(e) ? e : errors.internal();
+    if (!isApiError(e)) deps.log.error({ err: e, request_id: requestId, method, path: url.pathname }, 'request failed');
+    else if (err.status >= 500) deps.log.error({ request_id: requestId, code: err.code }, err.message);
+    else deps.log.info({ request_id: requestId, status: err.status, code: err.code, path: url.pathname }, err.message);
+    if (err.status === 413) res.setHeader('connection', 'close');
+    send(res, requestId, { status: err.status, body: err.empty ? undefined : err.toBody(), headers: { ...err.headers } });
+  }
+}
+
+function drain(req: http.IncomingMessage): void {
+  req.resume();
+}
+
+function send(res: http.ServerResponse, requestId: string, reply: Reply): void {
+  if (res.headersSent) return;
+  const headers: Record<string, string> = { 'x-request-id': requestId, ...(reply.headers ?? {}) };
+  if (reply.body === undefined) {
+    res.writeHead(reply.status, { ...headers, 'content-length': '0' }).end();
+    return;
+  }
+  const text = JSON.stringify(reply.body);
+  res.writeHead(reply.status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...headers }).end(text);
+}
+
+async function probe(probes: Probes, path: string, res: http.ServerResponse): Promise<void> {
+  if (path === '/_health') {
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+  } else if (path === '/_ready') {
+    const ok = await probes.ready().catch(() => false);
+    res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ ready: ok }));
+  } else {
+    res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(await probes.metrics());
+  }
+}

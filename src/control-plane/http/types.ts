@@ -1,0 +1,76 @@
+/**
+ * Shapes shared by the control plane's HTTP layer and every resource folder: the request
+ * context a handler receives, the reply it returns, and a route declaration.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Sql } from '../db/connect.js';
+import type { Config } from '../../config.js';
+import type { Logger } from '../../log.js';
+
+/** The authenticated personal API key behind a request. */
+export interface AuthContext {
+  userId: number;
+  organizationId: number;
+  keyId: string;
+  /** Scopes as stored (`*` = all). Use {@link hasScope} to test. */
+  scopes: ReadonlySet<string>;
+  /** Project ids the key is limited to; empty = every project of its organization. */
+  scopedTeams: readonly number[];
+}
+
+/** A `projects` row. */
+export interface ProjectRow {
+  id: number;
+  organization_id: number;
+  uuid: string;
+  name: string;
+  api_token: string;
+  timezone: string;
+  created_at: Date;
+}
+
+/** What a handler receives. Everything here was validated before the handler runs. */
+export interface RequestContext {
+  readonly method: string;
+  /** Absolute request URL (scheme and host from the request), used for next/previous links. */
+  readonly url: URL;
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: URLSearchParams;
+  readonly headers: IncomingHttpHeaders;
+  /** Parsed JSON body for POST/PATCH/PUT (undefined when the body is empty or for GET). */
+  readonly body: unknown;
+  readonly auth: AuthContext;
+  /** The project of a `/api/projects/:project_id/...` path (undefined elsewhere; typed non-null for convenience). */
+  readonly project: ProjectRow;
+  readonly requestId: string;
+}
+
+/** A handler's answer; `body` undefined sends an empty body. */
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/** HTTP methods the management API routes. */
+export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+
+/**
+ * A route: `path` uses `:name` segments (`/api/projects/:project_id/feature_flags/:id`); a
+ * trailing slash is optional when matching and literal segments win over parameters.
+ * `scope` is the personal-API-key scope required (`feature_flag:read`); null means the route
+ * needs no scope beyond a valid key.
+ */
+export interface Route {
+  method: Method;
+  path: string;
+  scope: string | null;
+  handler(ctx: RequestContext): Promise<Reply>;
+}
+
+/** Everything a resource's routes need. */
+export interface Deps {
+  sql: Sql;
+  config: Config;
+  log: Logger;
+}

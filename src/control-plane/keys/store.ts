@@ -1,0 +1,65 @@
+/**
+ * Personal API keys in Postgres: create (returns the value once), and resolve a presented
+ * value to its key, user and organization. Each create and revoke also enters the change log,
+ * so evaluation nodes can authorise `GET /flags/definitions` with the hash alone.
+ */
+import crypto from 'node:crypto';
+import type { Sql } from '../db/connect.js';
+import { appendChanges } from '../change-log/store.js';
+import type { PersonalApiKeyEntity } from '../change-log/entities.js';
+import { hashPersonalApiKey, hashesEqual, maskKey, newPersonalApiKey } from './tokens.js';
+
+/** A resolved key. */
+export interface PersonalApiKeyRecord {
+  id: string;
+  userId: number;
+  organizationId: number;
+  scopes: string[];
+  scopedTeams: number[];
+}
+
+/** Input of {@link createPersonalApiKey}. `value` defaults to a fresh random key. */
+export interface NewKey { userId: number; label: string; scopes: string[]; scopedTeams?: number[]; value?: string }
+
+/** Row of personal_api_keys joined with its user's organization. */
+interface KeyRow { id: string; user_id: number; organization_id: number; secure_value: string; scopes: string[]; scoped_teams: number[]; is_active: boolean }
+
+/** Change-log entity of a key row. */
+export function personalApiKeyEntity(row: { id: string; organization_id: number; secure_value: string; scopes: string[]; scoped_teams: number[] }): PersonalApiKeyEntity {
+  return { id: row.id, organization_id: row.organization_id, secure_value: row.secure_value, scopes: row.scopes, scoped_teams: row.scoped_teams };
+}
+
+/** Creates a key; returns its id and plain value (the only time the value is available). */
+export async function createPersonalApiKey(sql: Sql, k: NewKey): Promise<{ id: string; value: string }> {
+  const value = k.value ?? newPersonalApiKey();
+  const id = crypto.randomUUID();
+  const secure = hashPersonalApiKey(value);
+  await sql.begin(async (tx) => {
+    const [user] = await tx<{ organization_id: number }[]>`SELECT organization_id FROM users WHERE id = ${k.userId}`;
+    if (!user) throw new Error(`no user ${k.userId}`);
+    await tx`INSERT INTO personal_api_keys (id, user_id, label, secure_value, mask_value, scopes, scoped_teams)
+      VALUES (${id}, ${k.userId}, ${k.label}, ${secure}, ${maskKey(value)}, ${k.scopes}, ${k.scopedTeams ?? []})`;
+    await appendChanges(tx, [{ projectId: null, kind: 'personal_api_key', entityId: id, op: 'upsert',
+      payload: personalApiKeyEntity({ id, organization_id: user.organization_id, secure_value: secure, scopes: k.scopes, scoped_teams: k.scopedTeams ?? [] }) }]);
+  });
+  return { id, value };
+}
+
+/**
+ * Resolves a presented key value; undefined when unknown or its user is inactive. The lookup
+ * is by the hash's unique index and the stored hash is then compared in constant time.
+ */
+export async function findPersonalApiKey(sql: Sql, value: string): Promise<PersonalApiKeyRecord | undefined> {
+  const secure = hashPersonalApiKey(value);
+  const [row] = await sql<KeyRow[]>`
+    SELECT k.id, k.user_id, u.organization_id, k.secure_value, k.scopes, k.scoped_teams, u.is_active
+    FROM personal_api_keys k JOIN users u ON u.id = k.user_id WHERE k.secure_value = ${secure}`;
+  if (!row || !row.is_active || !hashesEqual(row.secure_value, secure)) return undefined;
+  return { id: row.id, userId: row.user_id, organizationId: row.organization_id, scopes: row.scopes, scopedTeams: row.scoped_teams };
+}
+
+/** Records use at most once an hour (PostHog behaviour), without blocking the request. */
+export function touchPersonalApiKey(sql: Sql, id: string): void {
+  sql`UPDATE personal_api_keys SET last_used_at = now()
+      WHERE id = ${id} AND (last_used_at IS NULL OR last_used_at < now() - interval '1 hour')`.catch(() => {});
+}
