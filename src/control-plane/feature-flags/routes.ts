@@ -64,7 +64,7 @@ export function featureFlagRoutes(deps: Deps): Route[] {
   const service = new FeatureFlagService(deps.sql);
 
   const update = async (ctx: RequestContext): Promise<Reply> =>
-    ({ status: 200, body: await service.update(ctx.project.id, ctx.auth.userId, flagId(ctx), ctx.body ?? {}) });
+    ({ status: 200, body: await service.update(ctx.project.id, ctx.auth.userId, flagId(ctx), ctx.body === undefined ? {} : ctx.body) });
 
   const activity = async (ctx: RequestContext, id: number | null): Promise<Reply> => {
     const limit = queryInt(ctx.query, 'limit', ACTIVITY_DEFAULT_LIMIT);
@@ -87,7 +87,7 @@ export function featureFlagRoutes(deps: Deps): Route[] {
     {
       method: 'POST', path: BASE, scope: 'feature_flag:write',
       async handler(ctx) {
-        return { status: 201, body: await service.create(ctx.project.id, ctx.auth.userId, ctx.body ?? {}) };
+        return { status: 201, body: await service.create(ctx.project.id, ctx.auth.userId, ctx.body === undefined ? {} : ctx.body) };
       },
     },
     {
