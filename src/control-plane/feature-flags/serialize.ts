@@ -153,7 +153,8 @@ export function serializeFlag(row: FlagRow, cohortNames: ReadonlyMap<number, str
 
 /**
  * The fields an activity entry diffs (research §2.1): what a write can change, without
- * bookkeeping (`version`, `updated_at`, `last_modified_by`) or computed fields.
+ * bookkeeping (`version`, `updated_at`, `last_modified_by`, `last_called_at`), computed fields,
+ * or the dashboard links PostHog also excludes (`usage_dashboard`, `analytics_dashboards`).
  */
 export function activityRecord(row: FlagRow): Record<string, unknown> {
   return {
@@ -167,7 +168,6 @@ export function activityRecord(row: FlagRow): Record<string, unknown> {
     performed_rollback: row.performed_rollback,
     tags: row.tags,
     evaluation_tags: row.evaluation_tags,
-    analytics_dashboards: row.analytics_dashboards,
     has_enriched_analytics: row.has_enriched_analytics,
     creation_context: row.creation_context,
     is_remote_configuration: row.is_remote_configuration,

@@ -170,3 +170,27 @@ test('restoring a flag whose key was taken while deleted (not renamed) also gets
   const r = await t.request('PATCH', `${base}${a.id}/`, { body: { deleted: false } });
   assert.equal(r.body.key, 'taken-later-2');
 });
+
+test('read-time normalisation of legacy filters without groups', async () => {
+  const props = [{ key: 'email', type: 'person', value: 'x', operator: 'exact' }];
+  const [a] = await t.db.sql<{ id: number }[]>`INSERT INTO feature_flags (project_id, key, filters)
+    VALUES (${t.projectId}, 'legacy-props', ${t.db.sql.json({ properties: props } as never)}) RETURNING id`;
+  const [b] = await t.db.sql<{ id: number }[]>`INSERT INTO feature_flags (project_id, key, filters)
+    VALUES (${t.projectId}, 'legacy-empty', '{}'::jsonb) RETURNING id`;
+  const ra = await t.request('GET', `${base}${a!.id}/`);
+  assert.deepEqual(ra.body.filters, { groups: [{ properties: props, rollout_percentage: null }] });
+  assert.equal(ra.body.is_simple_flag, false);
+  const rb = await t.request('GET', `${base}${b!.id}/`);
+  assert.deepEqual(rb.body.filters, { groups: [{ properties: [], rollout_percentage: null }] });
+  assert.equal(rb.body.created_by, null);
+});
+
+test('created_at and last_called_at are writable', async () => {
+  const r = await t.request('POST', base, { body: { key: 'dated', created_at: '2021-02-03T04:05:06Z', last_called_at: '2021-03-01T00:00:00+01:00' } });
+  assert.equal(r.status, 201, r.text);
+  assert.equal(r.body.created_at, '2021-02-03T04:05:06.000Z');
+  assert.equal(r.body.last_called_at, '2021-02-28T23:00:00.000Z');
+  assert.equal(r.body.status, 'INACTIVE');
+  const u = await t.request('PATCH', `${base}${r.body.id}/`, { body: { last_called_at: null } });
+  assert.equal(u.body.last_called_at, null);
+});
