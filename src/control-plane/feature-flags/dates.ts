@@ -9,8 +9,8 @@
  * that the write path and the evaluator can never disagree.
  */
 
-/** Relative dates: optional minus, a count, one unit (hour, day, week, month, year). */
-const RELATIVE_DATE = /^-?\d+[hdwmy]$/;
+/** Relative dates: optional minus, a count below 10000, one unit (hour, day, week, month, year). */
+const RELATIVE_DATE = /^-?\d{1,4}[hdwmy]$/;
 /** ISO-like absolute dates: `YYYY-MM-DD` with optional time and zone. */
 const ISO_DATE = /^\d{4}-\d{1,2}-\d{1,2}([T ]\d{1,2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?\s*(Z|[+-]\d{2}:?\d{2})?$/i;
 
