@@ -6,15 +6,17 @@
 import crypto from 'node:crypto';
 import type { Sql } from '../../src/control-plane/db/connect.js';
 import { appendChanges } from '../../src/control-plane/change-log/store.js';
+import { organizationEntity } from '../../src/control-plane/quota/service.js';
 import {
-  cohortEntity, featureFlagEntity, groupTypeMappingEntity, groupTypeMappingId, organizationEntity, projectEntity,
+  cohortEntity, featureFlagEntity, groupTypeMappingEntity, groupTypeMappingId, projectEntity,
   type FeatureFlagRow,
 } from '../../src/control-plane/change-log/entities.js';
 
 /** Inserts an organization; returns its id. */
 export async function seedOrganization(sql: Sql, name = 'Org'): Promise<number> {
   return sql.begin(async (tx) => {
-    const [row] = await tx<{ id: number; name: string }[]>`INSERT INTO organizations (name) VALUES (${name}) RETURNING id, name`;
+    const [row] = await tx<{ id: number; name: string; monthly_flag_requests_limit: number | null; quota_limited: boolean }[]>`
+      INSERT INTO organizations (name) VALUES (${name}) RETURNING id, name, monthly_flag_requests_limit, quota_limited`;
     await appendChanges(tx, [{ projectId: null, kind: 'organization', entityId: String(row!.id), op: 'upsert', payload: organizationEntity(row!) }]);
     return row!.id;
   }) as Promise<number>;

@@ -15,8 +15,9 @@ import { startEvalNode, type EvalNode } from '../../src/eval-node/node.js';
 import type { NodeStore } from '../../src/eval-node/store/lmdb.js';
 import { currentRevision } from '../../src/control-plane/change-log/store.js';
 import {
-  cohortEntity, featureFlagEntity, organizationEntity, projectEntity, type FeatureFlagRow,
+  cohortEntity, featureFlagEntity, projectEntity, type FeatureFlagRow,
 } from '../../src/control-plane/change-log/entities.js';
+import { organizationEntity } from '../../src/control-plane/quota/service.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 import { freePort } from './ports.js';
 import { waitFor } from './wait.js';
@@ -83,7 +84,8 @@ export async function assertStoreMatchesTables(db: TestDatabase, store: NodeStor
   const { sql } = db;
   assert.equal(store.revision(), await currentRevision(sql), 'revision = change-log head');
   assert.equal(store.hasCompleteSnapshot(), true);
-  for (const o of await sql<{ id: number; name: string }[]>`SELECT * FROM organizations`) {
+  for (const o of await sql<{ id: number; name: string; monthly_flag_requests_limit: number | null; quota_limited: boolean }[]>`
+    SELECT id, name, monthly_flag_requests_limit, quota_limited FROM organizations`) {
     assert.deepEqual(store.organization(o.id), organizationEntity(o), `organization ${o.id}`);
   }
   for (const p of await sql<{ id: number; organization_id: number; name: string; api_token: string; timezone: string }[]>`SELECT * FROM projects`) {

@@ -95,15 +95,6 @@ export function groupTypeMappingId(projectId: number, index: number): string {
   return `${projectId}:${index}`;
 }
 
-/**
- * organizations row → {@link OrganizationEntity}. The quota columns do not exist yet (quota
- * work): absent fields become `monthly_flag_requests_limit: null` (unlimited) and
- * `quota_limited: false`.
- */
-export function organizationEntity(row: { id: number; name: string; monthly_flag_requests_limit?: number | null; quota_limited?: boolean | null }): OrganizationEntity {
-  return { id: row.id, name: row.name, monthly_flag_requests_limit: row.monthly_flag_requests_limit ?? null, quota_limited: row.quota_limited ?? false };
-}
-
 /** group_type_mappings row → {@link GroupTypeMappingEntity} (entity id: {@link groupTypeMappingId}). */
 export function groupTypeMappingEntity(row: { project_id: number; group_type: string; group_type_index: number }): GroupTypeMappingEntity {
   return { project_id: row.project_id, group_type: row.group_type, group_type_index: row.group_type_index };

@@ -7,8 +7,7 @@
  * continues with revision > the snapshot's.
  *
  * Contents and choices:
- * - organizations (quota fields default until the quota columns exist), projects,
- *   group type mappings;
+ * - organizations (with their quota fields), projects, group type mappings;
  * - feature flags and cohorts that are NOT soft-deleted: deleted ones are never evaluated, and
  *   a node drops a flag or cohort whose upsert says `deleted: true` (eval-node/store/apply.ts),
  *   so a node's state is the same whether it came from a snapshot or from the tail;
@@ -21,9 +20,10 @@
 import type { Sql } from '../db/connect.js';
 import type { EntityKind, FeatureFlagRow } from '../change-log/entities.js';
 import {
-  cohortEntity, featureFlagEntity, groupTypeMappingEntity, groupTypeMappingId, organizationEntity, projectEntity,
+  cohortEntity, featureFlagEntity, groupTypeMappingEntity, groupTypeMappingId, projectEntity,
 } from '../change-log/entities.js';
 import { personalApiKeyEntity } from '../keys/store.js';
+import { organizationEntity } from '../quota/service.js';
 
 /** Rows fetched per cursor round trip. */
 export const SNAPSHOT_CURSOR_ROWS = 500;
@@ -53,7 +53,8 @@ export async function streamSnapshot(sql: Sql, sink: SnapshotSink): Promise<numb
     const [head] = await tx<{ r: number }[]>`SELECT coalesce(max(revision), 0)::bigint AS r FROM change_log`;
     const revision = Number(head!.r);
     await sink.begin(revision);
-    await each(tx<{ id: number; name: string }[]>`SELECT * FROM organizations ORDER BY id`.cursor(SNAPSHOT_CURSOR_ROWS), (r) =>
+    await each(tx<{ id: number; name: string; monthly_flag_requests_limit: number | null; quota_limited: boolean }[]>`
+      SELECT id, name, monthly_flag_requests_limit, quota_limited FROM organizations ORDER BY id`.cursor(SNAPSHOT_CURSOR_ROWS), (r) =>
       sink.entity({ kind: 'organization', entityId: String(r.id), projectId: null, payload: organizationEntity(r) }));
     await each(tx<{ id: number; organization_id: number; name: string; api_token: string; timezone: string }[]>`SELECT id, organization_id, name, api_token, timezone FROM projects ORDER BY id`.cursor(SNAPSHOT_CURSOR_ROWS), (r) =>
         sink.entity({ kind: 'project', entityId: String(r.id), projectId: r.id, payload: projectEntity(r) }));
