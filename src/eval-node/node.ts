@@ -47,7 +47,7 @@ export async function startEvalNode(config: Config, log: Logger, opts: EvalNodeO
     clusterToken: config.clusterToken,
     nodeId: opts.nodeId ?? `${os.hostname()}:${process.pid}`,
     ...opts.sync,
-  }, nlog);
+  }, log);
   let closing: Promise<void> | null = null;
   return {
     store,

@@ -1,65 +1,107 @@
 /**
- * One change-log listener per control-plane process, fanned out to every Watch stream
- * (DESIGN.md "Control plane": NOTIFY on commit wakes the streams of every replica).
+ * One change-log reader per control-plane process, shared by every Watch stream (DESIGN.md
+ * "Control plane": NOTIFY on commit wakes the streams of every replica).
  *
- * Wake-ups come from LISTEN on {@link CHANGE_LOG_CHANNEL} (payload: highest revision committed)
- * and, as a safety net for notifications lost while the listening connection was down, from a
- * poll of `max(revision)` every {@link POLL_INTERVAL_MS}. Subscribers are only told "there may
- * be more"; each stream then reads the log after its own cursor, so a lost or coalesced wake-up
- * costs latency, never a change.
+ * Wake-ups come from LISTEN on {@link CHANGE_LOG_CHANNEL} and, as a safety net for
+ * notifications lost while the listening connection was down, from a poll every
+ * {@link POLL_INTERVAL_MS}. On each wake-up the feed itself reads the new rows ONCE
+ * (single-flight) into a window of the last {@link RECENT_WINDOW} changes, then wakes the
+ * subscribers; streams at or near the head are served from that window, so N nodes cost one
+ * query per change, not N. A stream further behind than the window reads Postgres directly.
+ *
+ * Window invariant: it holds every committed change with `windowStart < revision <= head`
+ * (revisions become visible in order, change-log/store.ts), so a read "after r" with
+ * r >= windowStart is answered exactly from memory.
  */
 import type { Sql } from '../db/connect.js';
 import type { Logger } from '../../log.js';
-import { CHANGE_LOG_CHANNEL, currentRevision } from '../change-log/store.js';
+import { CHANGE_LOG_CHANNEL, currentRevision, readChangesAfter, type ChangeRow } from '../change-log/store.js';
 
-/** Safety-net poll of the log head, in milliseconds. */
+/** Safety-net poll of the log, in milliseconds. */
 export const POLL_INTERVAL_MS = 5_000;
+/** Changes kept in memory for streams near the head. */
+export const RECENT_WINDOW = 10_000;
+/** Rows per query when the feed reads new changes. */
+export const FEED_PAGE_SIZE = 1_000;
 
 /** The process-wide change feed. */
 export interface ChangeFeed {
-  /** Highest committed revision seen (NOTIFY payloads and polls); 0 before the first. */
+  /** Highest revision read from the log (0 before the first change). */
   latest(): number;
-  /** Calls `wake(latest)` whenever the log may have grown; returns the unsubscribe function. */
+  /** Up to `limit` changes with revision > `after`, in order (from memory when possible). */
+  read(after: number, limit: number): Promise<ChangeRow[]>;
+  /** Calls `wake(latest)` after new changes were read; returns the unsubscribe function. */
   subscribe(wake: (latest: number) => void): () => void;
   /** Stops listening and polling. */
   close(): Promise<void>;
 }
 
+/** Index of the first row with revision > `after` in ascending `rows` (binary search). */
+function firstAfter(rows: readonly ChangeRow[], after: number): number {
+  let lo = 0;
+  let hi = rows.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (rows[mid]!.revision <= after) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /**
  * Starts listening on `sql` (the `postgres` package keeps one dedicated connection for all
- * LISTENs and re-listens after reconnecting; each re-listen wakes every subscriber too).
+ * LISTENs and re-listens after reconnecting; each re-listen triggers a read too).
  * @throws when the first LISTEN or the first head read fails.
  */
 export async function startChangeFeed(sql: Sql, log: Logger): Promise<ChangeFeed> {
   const subscribers = new Set<(latest: number) => void>();
-  let latest = 0;
   let closed = false;
+  let head = await currentRevision(sql);
+  let windowStart = head;
+  let window: ChangeRow[] = [];
 
-  const advance = (rev: number): void => {
-    if (rev > latest) latest = rev;
-    for (const wake of subscribers) wake(latest);
+  // Single-flight reader: a wake-up during a read schedules exactly one more read.
+  let pumping: Promise<void> | null = null;
+  let again = false;
+  const pump = (): void => {
+    if (closed) return;
+    if (pumping) { again = true; return; }
+    pumping = (async () => {
+      do {
+        again = false;
+        for (;;) {
+          const rows = await readChangesAfter(sql, head, FEED_PAGE_SIZE);
+          if (rows.length === 0) break;
+          window.push(...rows);
+          head = rows[rows.length - 1]!.revision;
+          if (window.length > RECENT_WINDOW) {
+            const drop = window.length - RECENT_WINDOW;
+            windowStart = window[drop - 1]!.revision;
+            window = window.slice(drop);
+          }
+          for (const wake of subscribers) wake(head);
+          if (rows.length < FEED_PAGE_SIZE) break;
+        }
+      } while (again && !closed);
+    })().catch((err: unknown) => {
+      if (!closed) log.warn({ err }, 'change-log read failed; retrying on the next wake-up');
+    }).finally(() => { pumping = null; });
   };
 
-  const listener = await sql.listen(
-    CHANGE_LOG_CHANNEL,
-    (payload) => {
-      const rev = Number(payload);
-      advance(Number.isSafeInteger(rev) ? rev : latest);
-    },
-    // (Re)listen: notifications may have been missed while disconnected.
-    () => { void currentRevision(sql).then(advance, () => {}); },
-  );
-  latest = Math.max(latest, await currentRevision(sql));
-
-  const poll = setInterval(() => {
-    currentRevision(sql).then((rev) => { if (rev > latest) advance(rev); }, (err: unknown) => {
-      if (!closed) log.warn({ err }, 'change-log poll failed');
-    });
-  }, POLL_INTERVAL_MS);
+  const listener = await sql.listen(CHANGE_LOG_CHANNEL, pump, pump);
+  const poll = setInterval(pump, POLL_INTERVAL_MS);
   poll.unref();
+  pump();
 
   return {
-    latest: () => latest,
+    latest: () => head,
+    async read(after, limit) {
+      if (after >= windowStart && after <= head) {
+        const i = firstAfter(window, after);
+        return window.slice(i, i + limit);
+      }
+      return readChangesAfter(sql, after, limit);
+    },
     subscribe(wake) {
       subscribers.add(wake);
       return () => { subscribers.delete(wake); };
@@ -69,6 +111,7 @@ export async function startChangeFeed(sql: Sql, log: Logger): Promise<ChangeFeed
       clearInterval(poll);
       subscribers.clear();
       await listener.unlisten().catch(() => {});
+      await pumping;
     },
   };
 }

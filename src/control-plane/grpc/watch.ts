@@ -6,6 +6,9 @@
  * process-wide {@link ChangeFeed}, with a Heartbeat after catching up and every
  * {@link HEARTBEAT_INTERVAL_MS} → until the client goes away or the server closes.
  *
+ * Tail reads go through the process-wide feed (change-feed.ts): from its in-memory window near
+ * the head, from Postgres further back.
+ *
  * A snapshot is sent when (see {@link snapshotReason}):
  * - `from_revision` is 0 (a new node, or one whose data dir was wiped);
  * - `from_revision` is above the log head (the node followed another database);
@@ -21,7 +24,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Sql } from '../db/connect.js';
 import type { Logger } from '../../log.js';
-import { readChangesAfter, type ChangeRow } from '../change-log/store.js';
+import type { ChangeRow } from '../change-log/store.js';
 import { encodePayload } from '../../grpc/payload.js';
 import { formatRevision, parseRevision, type ChangeMessage, type WatchEventOut, type WatchRequest } from '../../grpc/messages.js';
 import { hasClusterToken, unauthenticated } from './auth.js';
@@ -82,6 +85,20 @@ function changeMessage(revision: number, kind: string, entityId: string, project
     op: op === 'upsert' ? 'UPSERT' : 'DELETE',
     payload: op === 'upsert' ? encodePayload(payload) : Buffer.alloc(0),
   };
+}
+
+/**
+ * Encoded Change per change-log row, shared by every stream that sends it (the feed's window
+ * hands the same row objects to all of them), so each change is msgpack-encoded once.
+ */
+const encoded = new WeakMap<ChangeRow, ChangeMessage>();
+function tailMessage(r: ChangeRow): ChangeMessage {
+  let m = encoded.get(r);
+  if (m === undefined) {
+    m = changeMessage(r.revision, r.kind, r.entity_id, r.project_id, r.op, r.payload);
+    encoded.set(r, m);
+  }
+  return m;
 }
 
 /**
@@ -180,10 +197,10 @@ export function createWatchHandler(deps: { sql: Sql; feed: ChangeFeed; log: Logg
       while (!done) {
         if (wakePending) {
           wakePending = false;
-          const rows: ChangeRow[] = await readChangesAfter(sql, cursor, TAIL_PAGE_SIZE);
+          const rows: ChangeRow[] = await feed.read(cursor, TAIL_PAGE_SIZE);
           for (const r of rows) {
             if (done) return;
-            await send({ change: changeMessage(r.revision, r.kind, r.entity_id, r.project_id, r.op, r.payload) });
+            await send({ change: tailMessage(r) });
             cursor = r.revision;
           }
           if (rows.length === TAIL_PAGE_SIZE) { wakePending = true; continue; }

@@ -119,6 +119,8 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
   let closed = false;
   let current: grpc.ClientReadableStream<WatchEvent> | null = null;
   let wakeSleep: (() => void) | null = null;
+  /** Consecutive streams that ended without delivering anything. */
+  let failures = 0;
 
   const seen = (rev: number): void => {
     if (rev > st.controlPlaneRevision) st.controlPlaneRevision = rev;
@@ -248,11 +250,12 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
       schedule();
     });
     call.on('error', (err: grpc.ServiceError) => {
-      if (!closed) {
-        st.lastError = { code: err.code, details: err.details };
-        const level = err.code === grpc.status.UNAUTHENTICATED ? 'error' : 'warn';
-        log[level]({ code: grpc.status[err.code], details: err.details }, 'watch stream ended');
-      }
+      if (closed) return;
+      st.lastError = { code: err.code, details: err.details };
+      // While the control plane stays away, log the first failure and every tenth, not each retry.
+      const quiet = !delivered && failures > 0 && failures % 10 !== 0;
+      const level = err.code === grpc.status.UNAUTHENTICATED ? 'error' : quiet ? 'debug' : 'warn';
+      log[level]({ code: grpc.status[err.code], details: err.details, failures }, 'watch stream ended');
     });
     call.on('status', () => { ended = true; void finish(); });
   });
@@ -263,6 +266,7 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
       const delivered = await runStream();
       if (closed) break;
       attempt = delivered ? 0 : attempt + 1;
+      failures = attempt;
       const delayMs = backoffDelayMs(attempt, policy);
       await new Promise<void>((r) => {
         const t = setTimeout(r, delayMs);
