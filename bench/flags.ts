@@ -24,89 +24,17 @@ import { fileURLToPath } from 'node:url';
 import uWS from 'uWebSockets.js';
 import { testConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
-import { openNodeStore, type StoreChange } from '../src/eval-node/store/lmdb.js';
+import { openNodeStore } from '../src/eval-node/store/lmdb.js';
 import { startNodeHttp } from '../src/eval-node/http/server.js';
-import type { FeatureFlagEntity } from '../src/control-plane/change-log/entities.js';
+import { prng, USERS, workloadBody, workloadChanges } from './flags-workload.js';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const POOL_THREADS = Number(process.env.BENCH_POOL_THREADS ?? 2);
 const MODES = (process.env.BENCH_MODES ?? 'ceiling,inline,pool').split(',');
-const USERS = 100_000;
 /** Distinct request bodies (users) each connection cycles through. */
 const BODIES = 2_000;
-const TOKEN = 'phc_benchProjectToken000000000001';
-
-/** mulberry32: seeded PRNG so every run uses the same workload. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const COMPANIES = Array.from({ length: 10 }, (_, i) => `company-${i * 7}`);
-const PLANS = ['free', 'pro', 'enterprise', 'starter'];
-
-/** The 50 workload flags as node-store entities (project 1). */
-function workloadFlags(seed = 42): FeatureFlagEntity[] {
-  const rnd = prng(seed);
-  const flags: FeatureFlagEntity[] = [];
-  let id = 1;
-  const pad = (i: number) => String(i).padStart(2, '0');
-  const add = (key: string, filters: Record<string, unknown>) => flags.push({
-    id: id++, team_id: 1, key, name: key, filters, deleted: false, active: true, ensure_experience_continuity: false, version: 1,
-    evaluation_runtime: 'all', evaluation_tags: [], bucketing_identifier: null, has_encrypted_payloads: false, is_remote_configuration: false,
-  });
-  for (let i = 0; i < 20; i++) add(`rollout-${pad(i)}`, { groups: [{ properties: [], rollout_percentage: 10 + Math.floor(rnd() * 81) }] });
-  for (let i = 0; i < 10; i++) {
-    add(`mv-${pad(i)}`, {
-      groups: [{ properties: [], rollout_percentage: 100 }],
-      multivariate: { variants: [{ key: 'control', rollout_percentage: 34 }, { key: 'test-a', rollout_percentage: 33 }, { key: 'test-b', rollout_percentage: 33 }] },
-    });
-  }
-  for (let i = 0; i < 10; i++) {
-    add(`email-${pad(i)}`, { groups: [{ properties: [{ key: 'email', type: 'person', operator: 'icontains', value: '@example.com' }], rollout_percentage: 100 }] });
-  }
-  for (let i = 0; i < 5; i++) add(`plan-${pad(i)}`, { groups: [{ properties: [{ key: 'id', type: 'cohort', value: 7 }], rollout_percentage: 100 }] });
-  for (let i = 0; i < 5; i++) {
-    add(`org-${pad(i)}`, {
-      aggregation_group_type_index: 0,
-      groups: [{ properties: [{ key: '$group_key', type: 'group', group_type_index: 0, operator: 'exact', value: COMPANIES }], rollout_percentage: 100 }],
-    });
-  }
-  return flags;
-}
-
-/** Store entities of the bench world: one organization, one project, the flags, cohort 7, group type `company`. */
-function workloadChanges(): StoreChange[] {
-  const c = (kind: string, entityId: string, projectId: number | null, payload: unknown): StoreChange => ({ kind, entityId, projectId, op: 'upsert', payload });
-  return [
-    c('organization', '1', null, { id: 1, name: 'Bench', monthly_flag_requests_limit: null, quota_limited: false }),
-    c('project', '1', 1, { id: 1, organization_id: 1, name: 'Bench', api_token: TOKEN, timezone: 'UTC' }),
-    c('group_type_mapping', '1:0', 1, { project_id: 1, group_type: 'company', group_type_index: 0 }),
-    c('cohort', '7', 1, { id: 7, project_id: 1, name: 'paid', is_static: false, deleted: false,
-      filters: { properties: { type: 'OR', values: [{ type: 'AND', values: [{ key: 'plan', type: 'person', operator: 'exact', value: ['pro', 'enterprise'] }] }] } } }),
-    ...workloadFlags().map((f) => c('feature_flag', String(f.id), 1, f)),
-  ];
-}
-
-/** The /flags body for user n (research/peer-benchmarks.md; sent as posthog-node sends it). */
-function workloadBody(n: number): string {
-  return JSON.stringify({
-    token: TOKEN,
-    distinct_id: `user-${n}`,
-    groups: { company: `company-${n % 100}` },
-    person_properties: { email: `user${n}${n % 2 === 0 ? '@example.com' : '@mail.test'}`, plan: PLANS[(n >> 3) % 4], company: `company-${n % 100}` },
-    group_properties: {},
-    geoip_disable: false,
-  });
-}
 
 /** One load run's figures (from the autocannon child). */
 interface LoadResult {

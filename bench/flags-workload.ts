@@ -1,0 +1,87 @@
+/**
+ * The peer workload (research/peer-benchmarks.md "The workload") as node-store entities and
+ * /flags request bodies, shared by bench/flags.ts and its in-process checks: 50 flags — 20 boolean
+ * rollouts at 10–90 % (seeded), 10 multivariate control/test-a/test-b 34/33/33, 10 email
+ * `icontains "@example.com"` (PostHog has no "ends with" in posthog-node), 5 cohort
+ * `plan in [pro, enterprise]`, 5 group flags (`company` group, `$group_key` in a list of 10) — for
+ * `user-<n>`, n in 0..99,999: email `user<n>@example.com` (even n) or `@mail.test` (odd n),
+ * plan `[free, pro, enterprise, starter][(n>>3)%4]`, company `company-<n%100>`.
+ */
+import type { StoreChange } from '../src/eval-node/store/lmdb.js';
+import type { FeatureFlagEntity } from '../src/control-plane/change-log/entities.js';
+
+/** Users requests are drawn from. */
+export const USERS = 100_000;
+/** Project API key of the bench project. */
+export const TOKEN = 'phc_benchProjectToken000000000001';
+
+/** mulberry32: seeded PRNG so every run uses the same workload. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const COMPANIES = Array.from({ length: 10 }, (_, i) => `company-${i * 7}`);
+const PLANS = ['free', 'pro', 'enterprise', 'starter'];
+
+/** The 50 workload flags as node-store entities (project 1). */
+export function workloadFlags(seed = 42): FeatureFlagEntity[] {
+  const rnd = prng(seed);
+  const flags: FeatureFlagEntity[] = [];
+  let id = 1;
+  const pad = (i: number) => String(i).padStart(2, '0');
+  const add = (key: string, filters: Record<string, unknown>) => flags.push({
+    id: id++, team_id: 1, key, name: key, filters, deleted: false, active: true, ensure_experience_continuity: false, version: 1,
+    evaluation_runtime: 'all', evaluation_tags: [], bucketing_identifier: null, has_encrypted_payloads: false, is_remote_configuration: false,
+  });
+  for (let i = 0; i < 20; i++) add(`rollout-${pad(i)}`, { groups: [{ properties: [], rollout_percentage: 10 + Math.floor(rnd() * 81) }] });
+  for (let i = 0; i < 10; i++) {
+    add(`mv-${pad(i)}`, {
+      groups: [{ properties: [], rollout_percentage: 100 }],
+      multivariate: { variants: [{ key: 'control', rollout_percentage: 34 }, { key: 'test-a', rollout_percentage: 33 }, { key: 'test-b', rollout_percentage: 33 }] },
+    });
+  }
+  for (let i = 0; i < 10; i++) {
+    add(`email-${pad(i)}`, { groups: [{ properties: [{ key: 'email', type: 'person', operator: 'icontains', value: '@example.com' }], rollout_percentage: 100 }] });
+  }
+  for (let i = 0; i < 5; i++) add(`plan-${pad(i)}`, { groups: [{ properties: [{ key: 'id', type: 'cohort', value: 7 }], rollout_percentage: 100 }] });
+  for (let i = 0; i < 5; i++) {
+    add(`org-${pad(i)}`, {
+      aggregation_group_type_index: 0,
+      groups: [{ properties: [{ key: '$group_key', type: 'group', group_type_index: 0, operator: 'exact', value: COMPANIES }], rollout_percentage: 100 }],
+    });
+  }
+  return flags;
+}
+
+/** Store entities of the bench world: one organization, one project, the flags, cohort 7, group type `company`. */
+export function workloadChanges(): StoreChange[] {
+  const c = (kind: string, entityId: string, projectId: number | null, payload: unknown): StoreChange => ({ kind, entityId, projectId, op: 'upsert', payload });
+  return [
+    c('organization', '1', null, { id: 1, name: 'Bench', monthly_flag_requests_limit: null, quota_limited: false }),
+    c('project', '1', 1, { id: 1, organization_id: 1, name: 'Bench', api_token: TOKEN, timezone: 'UTC' }),
+    c('group_type_mapping', '1:0', 1, { project_id: 1, group_type: 'company', group_type_index: 0 }),
+    c('cohort', '7', 1, { id: 7, project_id: 1, name: 'paid', is_static: false, deleted: false,
+      filters: { properties: { type: 'OR', values: [{ type: 'AND', values: [{ key: 'plan', type: 'person', operator: 'exact', value: ['pro', 'enterprise'] }] }] } } }),
+    ...workloadFlags().map((f) => c('feature_flag', String(f.id), 1, f)),
+  ];
+}
+
+/** The /flags body for user n (research/peer-benchmarks.md; sent as posthog-node sends it). */
+export function workloadBody(n: number): string {
+  return JSON.stringify({
+    token: TOKEN,
+    distinct_id: `user-${n}`,
+    groups: { company: `company-${n % 100}` },
+    person_properties: { email: `user${n}${n % 2 === 0 ? '@example.com' : '@mail.test'}`, plan: PLANS[(n >> 3) % 4], company: `company-${n % 100}` },
+    group_properties: {},
+    geoip_disable: false,
+  });
+}
+
