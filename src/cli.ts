@@ -4,6 +4,7 @@
  * src/commands/<name>.ts and exports `run(argv: string[]): Promise<number>` (the exit code).
  */
 const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
+  evaluate: { summary: 'print the /flags response for a request, offline', load: () => import('./commands/evaluate.js') },
 };
 
 function usage(): string {
