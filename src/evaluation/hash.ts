@@ -9,19 +9,17 @@
  * in [0, 1]; `vectors/harness-hash_sha1_60_v1.json` pins it bit for bit.
  *
  * Speed: SHA-1 dominates evaluation cost, so this is a hand-written SHA-1 specialised for short
- * messages. It writes the message into one reused byte buffer, works on one reused Int32Array
- * schedule, and never builds a hex string: `h0 * 2^28 + (h1 >>> 4)` is the 60-bit prefix, and the
- * single floating-point addition rounds it to nearest-even exactly as `u64 as f64` does. The
- * identifier is encoded once per request and reused for every flag (see {@link Utf8Id}).
- * bench/evaluation.ts compares it with `crypto.createHash` and `crypto.hash`.
+ * messages (sha1-unrolled.ts, generated): the message is written into one reused byte buffer and
+ * no hex string is built: `h0 * 2^28 + (h1 >>> 4)` is the 60-bit prefix, and that single
+ * floating-point addition rounds it to nearest-even exactly as `u64 as f64` does; the division by
+ * 2^60 is exact. The identifier is encoded once per request and reused for every flag (see
+ * {@link Utf8Id}). bench/evaluation.ts compares it with `crypto.createHash` and `crypto.hash`.
+ * {@link sha1} is a plain loop version kept for tests (full digest against the vectors).
  *
  * Not re-entrant across threads by design (module scratch buffers); JS is single-threaded per
  * isolate, and each worker has its own module instance.
  */
-
-/** binary64(0xFFFFFFFFFFFFFFF), which is exactly 2^60. */
-const LONG_SCALE = 1152921504606846976;
-const TWO_POW_28 = 268435456;
+import { sha1Top60 } from './sha1-unrolled.js';
 
 const W = new Int32Array(80);
 let MSG = new Uint8Array(512);
@@ -76,22 +74,25 @@ export function truncateScalars(s: string, max = 200): string {
  * [0, 1]. Allocation-free unless the message exceeds the scratch buffer (then it grows once).
  */
 export function hashBytes(prefix: Uint8Array, id: Uint8Array, salt: Uint8Array): number {
-  const len = prefix.length + id.length + salt.length;
+  const pl = prefix.length, il = id.length, sl = salt.length;
+  const len = pl + il + sl;
   // SHA-1 padding: 0x80, zeros, 64-bit big-endian bit length; total a multiple of 64 bytes.
   const total = ((len + 8) >>> 6) * 64 + 64;
   if (total > MSG.length) MSG = new Uint8Array(total * 2);
   const m = MSG;
-  m.set(prefix, 0);
-  m.set(id, prefix.length);
-  m.set(salt, prefix.length + id.length);
-  m[len] = 0x80;
-  m.fill(0, len + 1, total - 4);
-  const bits = len * 8; // messages here are far below 2^29 bytes, so the high word is 0
-  m[total - 4] = bits >>> 24;
-  m[total - 3] = (bits >>> 16) & 0xff;
-  m[total - 2] = (bits >>> 8) & 0xff;
-  m[total - 1] = bits & 0xff;
-  return digestTop60(m, total);
+  // Byte loops beat TypedArray#set for these few-byte copies (bench/evaluation.ts).
+  let p = 0;
+  for (let i = 0; i < pl; i++) m[p++] = prefix[i]!;
+  for (let i = 0; i < il; i++) m[p++] = id[i]!;
+  for (let i = 0; i < sl; i++) m[p++] = salt[i]!;
+  m[p++] = 0x80;
+  while (p < total - 4) m[p++] = 0;
+  const bits = len * 8; // messages here are far below 2^29 bytes, so the high length word is 0
+  m[p++] = bits >>> 24;
+  m[p++] = (bits >>> 16) & 0xff;
+  m[p++] = (bits >>> 8) & 0xff;
+  m[p] = bits & 0xff;
+  return sha1Top60(m, total);
 }
 
 /** hash01 for plain strings (compiles nothing; convenient outside the hot path). */
@@ -156,9 +157,3 @@ function compress(m: Uint8Array, total: number): Int32Array {
   return STATE;
 }
 const STATE = new Int32Array(5);
-
-function digestTop60(m: Uint8Array, total: number): number {
-  const h = compress(m, total);
-  // (h0 << 28 | h1 >>> 4) as an exact sum rounded once to binary64, then an exact /2^60.
-  return ((h[0]! >>> 0) * TWO_POW_28 + ((h[1]! >>> 0) >>> 4)) / LONG_SCALE;
-}
