@@ -21,6 +21,7 @@ import type {
   CohortCheck, CompiledCondition, ConditionReasons, CompiledFlag, CompiledProject, EnrollmentGate, FlagCheck, FlagFailure, FlagRuntime,
   PropertyCheck,
 } from './compiled.js';
+import { isFullRollout, rolloutThreshold } from './bucketing.js';
 import { CohortTable, cohortIdOf } from './cohorts.js';
 import { planDependencies } from './dependencies.js';
 import { utf8 } from './hash.js';
@@ -293,8 +294,8 @@ function compileFlag(raw: Record<string, unknown>, slot: number, live: boolean, 
       flagChecks: Object.freeze(flagChecks),
       propertyChecks: Object.freeze(propertyChecks),
       cohortChecks: Object.freeze(cohortChecks),
-      fullRollout: pct >= 100,
-      threshold: pct / 100,
+      fullRollout: isFullRollout(pct),
+      threshold: rolloutThreshold(pct),
       variantOverride,
       reasons: conditionReasons(index),
     });

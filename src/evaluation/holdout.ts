@@ -11,6 +11,7 @@
  *   else the flag's hashed variant, else `"holdout"`.
  * When both are present the new format wins (it is what the current service reads).
  */
+import { isFullRollout, rolloutThreshold, withinRollout } from './bucketing.js';
 import { hashBytes, utf8 } from './hash.js';
 
 const HOLDOUT_PREFIX = utf8('holdout-');
@@ -51,7 +52,7 @@ export function compileHoldout(filters: Record<string, unknown>): CompiledHoldou
       throw new HoldoutDefinitionError('filters.holdout.exclusion_percentage', 'must be a number');
     }
     const pct = Math.min(100, Math.max(0, pctRaw));
-    return { threshold: pct / 100, everyone: pct >= 100, variant: `holdout-${h.id}` };
+    return { threshold: rolloutThreshold(pct), everyone: isFullRollout(pct), variant: `holdout-${h.id}` };
   }
   const groups = filters.holdout_groups;
   if (groups === undefined || groups === null) return null;
@@ -69,11 +70,11 @@ export function compileHoldout(filters: Record<string, unknown>): CompiledHoldou
     throw new HoldoutDefinitionError('filters.holdout_groups[0].variant', 'must be a string or null');
   }
   const pct = typeof r === 'number' ? r : 100;
-  return { threshold: pct / 100, everyone: pct >= 100, variant: typeof v === 'string' ? v : null };
+  return { threshold: rolloutThreshold(pct), everyone: isFullRollout(pct), variant: typeof v === 'string' ? v : null };
 }
 
 /** True when identifier bytes `id` fall into the holdout. */
 export function inHoldout(holdout: CompiledHoldout, id: Uint8Array | null): boolean {
   if (holdout.everyone) return true;
-  return hashBytes(HOLDOUT_PREFIX, id ?? EMPTY, EMPTY) <= holdout.threshold;
+  return withinRollout(hashBytes(HOLDOUT_PREFIX, id ?? EMPTY, EMPTY), holdout.threshold);
 }

@@ -22,6 +22,7 @@
  * identifier hashes to 0.0 without hashing (Rust only), so it is always in and gets the first
  * variant with a non-zero share.
  */
+import { withinRollout } from './bucketing.js';
 import { inCohort } from './cohorts.js';
 import type { CompiledCondition, CompiledFlag, FlagCheck } from './compiled.js';
 import type { RequestScope } from './context.js';
@@ -152,7 +153,7 @@ export function matchFlag(flag: CompiledFlag, scope: RequestScope): FlagResult {
       const id = flagGroupId ?? personId(flag, scope, true);
       let matched = filtersPass(cond, scope);
       if (matched && !cond.fullRollout) {
-        matched = id !== null && (id.bytes.length === 0 || hashBytes(flag.hashPrefix, id.bytes, EMPTY) <= cond.threshold);
+        matched = id !== null && (id.bytes.length === 0 || withinRollout(hashBytes(flag.hashPrefix, id.bytes, EMPTY), cond.threshold));
       }
       return result(flag, matched, null, R_SUPER, metaFor(flag, 'true'));
     }
@@ -195,7 +196,7 @@ export function matchFlag(flag: CompiledFlag, scope: RequestScope): FlagResult {
     }
     if (!cond.fullRollout && id !== null) {
       const h = id.bytes.length === 0 ? 0 : hashBytes(flag.hashPrefix, id.bytes, EMPTY);
-      if (h > cond.threshold) {
+      if (!withinRollout(h, cond.threshold)) {
         if (REASONS.out_of_rollout_bound.score >= bestScore) { best = cond.reasons.outOfRollout; bestScore = REASONS.out_of_rollout_bound.score; }
         continue;
       }
