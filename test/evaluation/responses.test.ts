@@ -6,7 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  compileProject, evaluateFlags, toDecide, toFlagsV1, toFlagsV2, type EvaluationResult, type FlagDefinition,
+  compileProject, evaluateFlags, serializeFlagsV1, serializeFlagsV2, toDecide, toFlagsV1, toFlagsV2, type EvaluationResult,
+  type FlagDefinition,
 } from '../../src/evaluation/index.js';
 
 const reason = (code: string, index: number | null, description: string) => ({ code, condition_index: index, description });
@@ -51,6 +52,14 @@ for (const c of shapeCases) {
     assert.deepEqual(JSON.parse(JSON.stringify(c.build())), JSON.parse(JSON.stringify(c.expected)));
   });
 }
+
+test('fast serialisers equal JSON.stringify on the hand-built result (escaping, failed entries)', () => {
+  const tricky: EvaluationResult = { ...RESULT, flags: { ...RESULT.flags, 'a"b\\c': { ...RESULT.flags.on!, key: 'a"b\\c' }, 123: { ...RESULT.flags.off!, key: '123' } } };
+  for (const r of [RESULT, tricky]) {
+    assert.equal(serializeFlagsV2(r, EXTRA), JSON.stringify(toFlagsV2(r, EXTRA)));
+    assert.equal(serializeFlagsV1(r, EXTRA), JSON.stringify(toFlagsV1(r, EXTRA)));
+  }
+});
 
 test('v2 wire JSON: failed appears only on error entries; top-level key order', () => {
   const body = JSON.stringify(toFlagsV2(RESULT, EXTRA));
@@ -128,6 +137,11 @@ test('property: v1 and every /decide shape are projections of the v2 result (500
     assert.deepEqual((toDecide(result, 2, extra) as { featureFlags: unknown }).featureFlags, Object.fromEntries(enabled.map((e) => [e.key, e.variant ?? true])), ctx);
     assert.deepEqual(toDecide(result, 3, extra), v1, ctx);
     assert.deepEqual(toDecide(result, 4, extra), v2, ctx);
+    // The fast serialisers print exactly what JSON.stringify prints for the same shapes.
+    for (const e of [extra, { requestId: 'q"uote', quotaLimited: true }, { requestId: 'x' }]) {
+      assert.equal(serializeFlagsV2(result, e), JSON.stringify(toFlagsV2(result, e)), ctx);
+      assert.equal(serializeFlagsV1(result, e), JSON.stringify(toFlagsV1(result, e)), ctx);
+    }
     // Inactive flags are never answered.
     for (const f of flags) if (!f.active) assert.equal(v2.flags[f.key], undefined, ctx);
   }
