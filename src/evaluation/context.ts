@@ -15,9 +15,10 @@
  * - `distinct_id` truncated to 200 Unicode scalar values (Rust truncates at request parsing);
  * - group key: a string as is, a JSON number as its decimal string, anything else "" (missing);
  * - `$device_id`: `req.device_id`, else the request's `person_properties.$device_id`;
- * - continuity flags: the stored hash-key override for the flag, else `anon_distinct_id`, else
- *   `distinct_id`. Overrides are applied only to flags with `ensure_experience_continuity`,
- *   the only flags the service writes them for (research §2.6).
+ * - person conditions: the stored hash-key override for the flag key if the store returned one
+ *   (Rust applies it whatever the flag's continuity setting; the service only writes overrides
+ *   for continuity flags), else `anon_distinct_id` for continuity flags, else `distinct_id`
+ *   (Rust `flags/flag_matching.rs` `hashed_identifier`).
  */
 import type { CohortScope } from './cohorts.js';
 import type { CompiledProject } from './compiled.js';
@@ -142,13 +143,18 @@ export class RequestScope {
     return this.anonId;
   }
 
-  /** Identifier of a continuity flag's person conditions (override → anon → distinct_id). */
-  continuityId(flagKey: string, useOverride: boolean): Utf8Id {
+  /**
+   * Person identifier of flag `flagKey` (Rust `hashed_identifier`, person branch, after the
+   * device-id check): the stored hash-key override (when `useOverride`), else — for continuity
+   * flags — `$anon_distinct_id`, else `distinct_id`.
+   */
+  personId(flagKey: string, continuity: boolean, useOverride: boolean): Utf8Id {
     if (useOverride) {
       const o = this.stored.hash_key_overrides;
       if (o && hasOwn.call(o, flagKey) && typeof o[flagKey] === 'string') return utf8Id(o[flagKey]);
     }
-    return this.anon() ?? this.distinctId;
+    if (continuity) return this.anon() ?? this.distinctId;
+    return this.distinctId;
   }
 
   /** Cohort evaluation scope (person properties, static ids, memo), built on first use. */

@@ -2,16 +2,15 @@
  * One flag for one request: Rust `get_match` (research/posthog-flag-evaluation.md §4 "Per flag";
  * Rust `flags/flag_matching.rs`), in this order:
  *
- * 0. failed definition → failed entry; broken dependency → false / `missing_dependency` / null;
+ * 1. failed definition → failed entry; broken dependency → false / `missing_dependency` / null;
  *    continuity flag while the hash-key-override lookup failed → failed `hash_key_override_error`.
- * 1. Group flag whose group key is missing or empty → false / `no_group_type` / null, before
- *    anything else (flag-evaluation-engine.md "Per-flag evaluation flow").
  * 2. Early access: `feature_enrollment` (property `$feature_enrollment/<key>` present → enabled iff
  *    `true` or `"true"`) or legacy `super_groups[0]` (any of its keys present → evaluate that set);
  *    reason `super_condition_value`, index 0, payload `payloads["true"]`, variant null.
  * 3. Holdout (holdout.ts): a member gets `holdout_condition_value`, index null.
  * 4. Condition sets in stored order; the best reason so far is replaced by one whose score is ≥
- *    (ties go to the later set), starting from `no_group_type` / null:
+ *    (ties go to the later set), starting from `no_group_type` / null (so a group flag called
+ *    without its group answers `no_group_type` with the index of its last set):
  *    group set without a group key → `no_group_type`; device-id set without `$device_id` whose
  *    answer depends on the hash → `out_of_rollout_bound`; flag filters, property filters, then
  *    cohort filters (first failure → `no_condition_match`); rollout hash (miss →
@@ -120,11 +119,19 @@ function dependsOnHash(flag: CompiledFlag, cond: CompiledCondition): boolean {
   return flag.variants.constant === undefined;
 }
 
-/** Identifier of the flag's person conditions (bucketing, continuity). */
-function personId(flag: CompiledFlag, scope: RequestScope, useOverride: boolean): Utf8Id | null {
-  if (flag.bucketByDevice) return scope.device();
-  if (flag.continuity) return scope.continuityId(flag.key, useOverride);
-  return scope.distinctId;
+/**
+ * Person identifier (Rust `hashed_identifier`): `$device_id` for device-id flags; else the stored
+ * hash-key override for this flag key (when `useOverride`; Rust applies it whenever the lookup
+ * returned one); else, for continuity flags, `$anon_distinct_id`; else `distinct_id`.
+ * A device-id flag without `$device_id` falls through to the rest of the chain; condition sets
+ * do not use that fallback (they are skipped instead, see `matchFlag`).
+ */
+function personId(flag: CompiledFlag, scope: RequestScope, useOverride: boolean): Utf8Id {
+  if (flag.bucketByDevice) {
+    const d = scope.device();
+    if (d !== null) return d;
+  }
+  return scope.personId(flag.key, flag.continuity, useOverride);
 }
 
 /** Evaluates one live compiled flag for the request in `scope` (module doc for the order). */
@@ -132,13 +139,11 @@ export function matchFlag(flag: CompiledFlag, scope: RequestScope): FlagResult {
   if (flag.failure !== null) return failedResult(flag, flag.failure.code, flag.failure.description);
   if (flag.missingDependency) return result(flag, false, null, R_MISSING_DEPENDENCY, flag.metadataNoPayload);
 
-  let flagGroupId: Utf8Id | null = null;
-  if (flag.aggregation !== null) {
-    flagGroupId = scope.groupId(flag.groupTypeName);
-    if (flagGroupId === null) return result(flag, false, null, R_NO_GROUP_TYPE, flag.metadataNoPayload);
-  } else if (flag.continuity && !flag.bucketByDevice && scope.stored.hash_key_overrides_failed === true) {
+  if (flag.continuity && flag.aggregation === null && !flag.bucketByDevice && scope.stored.hash_key_overrides_failed === true) {
     return failedResult(flag, 'hash_key_override_error', ERROR_CODES.hash_key_override_error);
   }
+  // Flag-level group key; null when missing (holdouts then hash the bare "holdout-", as Rust does).
+  const flagGroupId = flag.aggregation === null ? null : scope.groupId(flag.groupTypeName);
 
   const gate = flag.enrollment;
   if (gate !== null) {
@@ -149,11 +154,12 @@ export function matchFlag(flag: CompiledFlag, scope: RequestScope): FlagResult {
         return result(flag, v === true || v === 'true', null, R_SUPER, metaFor(flag, 'true'));
       }
     } else if (gate.propertyKeys.some((k) => hasOwn.call(person, k))) {
+      // Super conditions are person-level even on group flags (Rust `is_super_condition_match`).
       const cond = gate.condition;
-      const id = flagGroupId ?? personId(flag, scope, true);
       let matched = filtersPass(cond, scope);
       if (matched && !cond.fullRollout) {
-        matched = id !== null && (id.bytes.length === 0 || withinRollout(hashBytes(flag.hashPrefix, id.bytes, EMPTY), cond.threshold));
+        const id = personId(flag, scope, true);
+        matched = id.bytes.length === 0 || withinRollout(hashBytes(flag.hashPrefix, id.bytes, EMPTY), cond.threshold);
       }
       return result(flag, matched, null, R_SUPER, metaFor(flag, 'true'));
     }
@@ -162,7 +168,7 @@ export function matchFlag(flag: CompiledFlag, scope: RequestScope): FlagResult {
   const holdout = flag.holdout;
   if (holdout !== null) {
     // Flag-level identifier without the stored hash-key override (research §2.5).
-    const id = flagGroupId ?? personId(flag, scope, false);
+    const id = flag.aggregation === null ? personId(flag, scope, false) : flagGroupId;
     if (inHoldout(holdout, id === null ? null : id.bytes)) {
       const variant = holdout.variant ?? variantFor(flag, id) ?? 'holdout';
       return result(flag, true, variant, R_HOLDOUT, metaFor(flag, variant));
@@ -183,12 +189,14 @@ export function matchFlag(flag: CompiledFlag, scope: RequestScope): FlagResult {
         if (REASONS.no_group_type.score >= bestScore) { best = cond.reasons.noGroup; bestScore = REASONS.no_group_type.score; }
         continue;
       }
-    } else {
-      id = personId(flag, scope, true);
+    } else if (flag.bucketByDevice) {
+      id = scope.device();
       if (id === null && dependsOnHash(flag, cond)) {
         if (REASONS.out_of_rollout_bound.score >= bestScore) { best = cond.reasons.outOfRollout; bestScore = REASONS.out_of_rollout_bound.score; }
         continue;
       }
+    } else {
+      id = scope.personId(flag.key, flag.continuity, true);
     }
     if (!filtersPass(cond, scope)) {
       if (REASONS.no_condition_match.score >= bestScore) { best = cond.reasons.noMatch; bestScore = REASONS.no_condition_match.score; }
