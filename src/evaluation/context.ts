@@ -39,6 +39,11 @@ export const INITIAL_PROPERTY_SOURCES: readonly string[] = Object.freeze([
   'mc_cid', 'igshid', 'ttclid', 'rdt_cid', 'epik', 'qclid', 'sccid', 'irclid', '_kx',
 ]);
 
+/** Source key → `$initial_` key, for the back-fill loop (walks the person's keys, not the list). */
+const INITIAL_TARGET: ReadonlyMap<string, string> = new Map(
+  INITIAL_PROPERTY_SOURCES.map((src) => [src, `$initial_${src.startsWith('$') ? src.slice(1) : src}`]),
+);
+
 const EMPTY_PROPS: Readonly<Record<string, unknown>> = Object.freeze({});
 const hasOwn = Object.prototype.hasOwnProperty;
 
@@ -55,8 +60,8 @@ export class RequestScope {
   /** Flag value by slot (false | true | variant key); unevaluated flags read false (research §3.5). */
   readonly values: Array<boolean | string>;
   private person: Readonly<Record<string, unknown>> | null = null;
-  private readonly groupProps = new Map<string, Readonly<Record<string, unknown>>>();
-  private readonly groupIds = new Map<string, Utf8Id | null>();
+  private groupProps: Map<string, Readonly<Record<string, unknown>>> | null = null;
+  private groupIds: Map<string, Utf8Id | null> | null = null;
   private deviceId: Utf8Id | null | undefined;
   private anonId: Utf8Id | null | undefined;
   private cohortScope: CohortScope | null = null;
@@ -80,20 +85,20 @@ export class RequestScope {
     if (stored) for (const k in stored) if (hasOwn.call(stored, k)) merged[k] = stored[k];
     merged.distinct_id = this.distinctId.text;
     if (overrides) for (const k in overrides) if (hasOwn.call(overrides, k)) merged[k] = overrides[k];
-    for (let i = 0; i < INITIAL_PROPERTY_SOURCES.length; i++) {
-      const src = INITIAL_PROPERTY_SOURCES[i]!;
-      if (hasOwn.call(merged, src)) {
-        const dst = `$initial_${src.startsWith('$') ? src.slice(1) : src}`;
-        if (!hasOwn.call(merged, dst)) merged[dst] = merged[src];
-      }
+    let fills: string[] | null = null;
+    for (const k in merged) {
+      const dst = INITIAL_TARGET.get(k);
+      if (dst !== undefined && !hasOwn.call(merged, dst)) (fills ??= []).push(k);
     }
+    if (fills !== null) for (const k of fills) merged[INITIAL_TARGET.get(k)!] = merged[k];
     this.person = merged;
     return merged;
   }
 
   /** The merged property map of group type `typeName`. */
   groupProperties(typeName: string): Readonly<Record<string, unknown>> {
-    const known = this.groupProps.get(typeName);
+    const cache = (this.groupProps ??= new Map());
+    const known = cache.get(typeName);
     if (known) return known;
     const stored = this.stored.group_properties?.[typeName];
     const overrides = this.req.group_properties?.[typeName];
@@ -107,19 +112,20 @@ export class RequestScope {
       if (groups && hasOwn.call(groups, typeName)) m.$group_key = groups[typeName];
       merged = m;
     }
-    this.groupProps.set(typeName, merged);
+    cache.set(typeName, merged);
     return merged;
   }
 
   /** The request's key for group type `typeName`, or null when missing or empty. */
   groupId(typeName: string | null): Utf8Id | null {
     if (typeName === null) return null;
-    let id = this.groupIds.get(typeName);
+    const cache = (this.groupIds ??= new Map());
+    let id = cache.get(typeName);
     if (id === undefined) {
       const groups = this.req.groups;
       const s = groups && hasOwn.call(groups, typeName) ? groupKeyString(groups[typeName]) : '';
       id = s === '' ? null : utf8Id(s);
-      this.groupIds.set(typeName, id);
+      cache.set(typeName, id);
     }
     return id;
   }
