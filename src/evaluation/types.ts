@@ -145,7 +145,11 @@ export interface FlagResultMetadata {
   description: string | null;
 }
 
-/** One flag's answer, the /flags v2 entry (research §5.2). `failed` appears only on error entries. */
+/**
+ * One flag's answer, the /flags v2 entry (research §5.2). `failed` appears only on error entries.
+ * `reason` and `metadata` are usually frozen objects shared by every request (they are
+ * precomputed at compile time): copy them before changing anything.
+ */
 export interface FlagResult {
   key: string;
   enabled: boolean;
