@@ -1,0 +1,97 @@
+/**
+ * `evaluateFlags`: one /flags request against a compiled project (research/posthog-flag-evaluation.md
+ * §4 "Per request"; Rust `flags/flag_matching.rs` `evaluate_all_feature_flags`).
+ *
+ * Candidate set — a flag is answered only when all hold:
+ * - active and not deleted (others are omitted from the response, not returned as false);
+ * - with `only_evaluate_survey_feature_flags`, its key starts with `survey-targeting-`;
+ * - runtime: `req.runtime` "client" keeps flags whose `evaluation_runtime` is client or all,
+ *   "server" keeps server or all, null (undetermined) keeps only all; a missing or unknown
+ *   runtime counts as all (spec/API.md §4.4 rule 3);
+ * - evaluation tags: a flag with tags is kept only if a tag equals one of
+ *   `req.evaluation_environments`; a flag without tags is always kept (spec rule 2);
+ * - `flag_keys_to_evaluate` (when not null): the requested keys plus, transitively, the candidates
+ *   they depend on.
+ * Flags are evaluated in dependency order; a dependency outside the candidate set reads `false`.
+ *
+ * Pure: no IO, no clock (`nowMs` is the request's "now", used by relative-date operators).
+ * A flag that throws unexpectedly becomes a failed entry (`internal_error`); the others are kept.
+ */
+import type { CompiledFlag, CompiledProject } from './compiled.js';
+import { RequestScope } from './context.js';
+import { failedResult, matchFlag } from './match-flag.js';
+import { ERROR_CODES } from './reasons.js';
+import type { EvaluationRequest, EvaluationResult, FlagResult, StoredContext } from './types.js';
+
+const SURVEY_PREFIX = 'survey-targeting-';
+
+function runtimeAllowed(flag: CompiledFlag, runtime: EvaluationRequest['runtime']): boolean {
+  if (flag.runtime === 'all') return true;
+  return runtime === flag.runtime;
+}
+
+function tagsAllowed(flag: CompiledFlag, envs: readonly string[] | null | undefined): boolean {
+  const tags = flag.tags;
+  if (tags === null) return true;
+  if (!envs || envs.length === 0) return false;
+  for (let i = 0; i < tags.length; i++) if (envs.includes(tags[i]!)) return true;
+  return false;
+}
+
+/** Which flags of `project` this request answers, by slot. */
+function selectCandidates(project: CompiledProject, req: EvaluationRequest): Uint8Array {
+  const flags = project.flags;
+  const selected = new Uint8Array(flags.length);
+  const surveyOnly = req.only_evaluate_survey_feature_flags === true;
+  const envs = req.evaluation_environments;
+  for (let i = 0; i < flags.length; i++) {
+    const f = flags[i]!;
+    if (!f.live) continue;
+    if (surveyOnly && !f.key.startsWith(SURVEY_PREFIX)) continue;
+    if (!runtimeAllowed(f, req.runtime ?? null)) continue;
+    if (!tagsAllowed(f, envs)) continue;
+    selected[i] = 1;
+  }
+  const keys = req.flag_keys_to_evaluate;
+  if (keys !== null && keys !== undefined) {
+    const wanted = new Uint8Array(flags.length);
+    for (const k of keys) {
+      const f = project.byKey.get(k);
+      if (f && selected[f.slot]) wanted[f.slot] = 1;
+    }
+    // Dependents come after their dependencies, so one backward pass closes over dependencies.
+    for (let i = flags.length - 1; i >= 0; i--) {
+      if (!wanted[i]) continue;
+      for (const d of flags[i]!.dependencySlots) if (selected[d]) wanted[d] = 1;
+    }
+    return wanted;
+  }
+  return selected;
+}
+
+/**
+ * Evaluates every candidate flag for `req`. `stored` is what the node holds for this person and
+ * its groups; `nowMs` is the evaluation time in Unix milliseconds. Never throws for one flag.
+ */
+export function evaluateFlags(project: CompiledProject, req: EvaluationRequest, stored: StoredContext, nowMs: number): EvaluationResult {
+  const selected = selectCandidates(project, req);
+  const scope = new RequestScope(project, req, stored ?? {}, nowMs);
+  const out: Record<string, FlagResult> = {};
+  let errors = false;
+  const flags = project.flags;
+  for (let i = 0; i < flags.length; i++) {
+    if (!selected[i]) continue;
+    const flag = flags[i]!;
+    let r: FlagResult;
+    try {
+      r = matchFlag(flag, scope);
+    } catch (e) {
+      r = failedResult(flag, 'internal_error', `${ERROR_CODES.internal_error}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    if (r.failed) errors = true;
+    else if (r.enabled) scope.values[i] = r.variant ?? true;
+    if (flag.key === '__proto__') Object.defineProperty(out, flag.key, { value: r, enumerable: true, writable: true, configurable: true });
+    else out[flag.key] = r;
+  }
+  return { flags: out, errorsWhileComputingFlags: errors };
+}

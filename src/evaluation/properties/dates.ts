@@ -1,0 +1,349 @@
+/**
+ * Date parsing for `is_date_before` / `is_date_after` / `is_date_exact`, following Rust `/flags`:
+ * `rust/feature-flags/src/properties/property_matching.rs` (`parse_date_string_in_tz`,
+ * `determine_parsed_date_for_property_matching`, `parse_float_timestamp`) and
+ * `properties/relative_date.rs`; research/posthog-flag-evaluation.md §3.3.
+ *
+ * Instants are milliseconds since the Unix epoch as a JS number (fractions of a millisecond kept
+ * from the nanosecond digits, so precision is ~0.25 µs around the present; Rust keeps whole
+ * nanoseconds). A date string is tried, in order, as:
+ * 1. relative `^-?(\d+)([hdwmy])$`, n < 10000 (`"3d"` and `"-3d"` both mean three days ago). The
+ *    arithmetic runs on the team-timezone *wall clock* at `nowMs` (h/d/w as fixed durations, m
+ *    and y month by month / year by year with the day clamped to the month's end at each step,
+ *    so the clamp is sticky: 31 Mar − 2m = 29 Jan), and the resulting wall clock is read back in
+ *    the team timezone;
+ * 2. RFC 3339 with `Z` or `±HH:MM` (separator `T`, `t` or space; seconds required);
+ * 3. naive `YYYY-MM-DD`, `YYYY-MM-DD HH:MM[:SS[.f]]` or with `T`, read in the team timezone.
+ *    Months, days, hours, minutes and seconds may have one or two digits, as chrono accepts.
+ * A wall clock that falls in a DST gap gives `null`; one that occurs twice takes the earlier
+ * instant (chrono `LocalResult::Ambiguous` → earliest).
+ *
+ * Gap vs Rust: Rust finally tries the `dateparser` crate (RFC 2822, `May 25, 2021`,
+ * `12/31/2020`, timezone abbreviations, …). Only a small subset of it is implemented here
+ * ({@link parseFallback}); other exotic forms give `null` (so the filter is false).
+ *
+ * Timezones use `Intl` (no packages); an unknown timezone name falls back to UTC.
+ */
+import { parseRustF64 } from './coerce.js';
+
+const SECOND_MS = 1000;
+const MINUTE_MS = 60_000;
+const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+const WEEK_MS = 7 * DAY_MS;
+
+/** Relative dates need n below this (Rust `parse_relative_date_parts`). */
+export const RELATIVE_DATE_MAX_EXCLUSIVE = 10_000;
+
+// chrono's supported range (years -262143..=262142); outside it Rust's constructors fail.
+const MIN_MS = daysFromCivil(-262143, 1, 1) * DAY_MS;
+const MAX_MS_EXCLUSIVE = daysFromCivil(262143, 1, 1) * DAY_MS;
+
+// ---------------------------------------------------------------------------------------------
+// Civil calendar arithmetic (proleptic Gregorian, days since 1970-01-01), allocation free.
+
+/** Days since 1970-01-01 of a proleptic-Gregorian date; `month` 1–12. */
+export function daysFromCivil(year: number, month: number, day: number): number {
+  const y = month <= 2 ? year - 1 : year;
+  const era = Math.floor(y / 400);
+  const yoe = y - era * 400;
+  const mp = month > 2 ? month - 3 : month + 9;
+  const doy = Math.floor((153 * mp + 2) / 5) + day - 1;
+  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
+  return era * 146097 + doe - 719468;
+}
+
+/** Scratch output of {@link civilFromDays}; reused so hot paths do not allocate. */
+const civil = { year: 0, month: 0, day: 0 };
+
+function civilFromDays(days: number): typeof civil {
+  const z = days + 719468;
+  const era = Math.floor(z / 146097);
+  const doe = z - era * 146097;
+  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36524) - Math.floor(doe / 146096)) / 365);
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  civil.day = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  civil.month = mp < 10 ? mp + 3 : mp - 9;
+  civil.year = yoe + era * 400 + (civil.month <= 2 ? 1 : 0);
+  return civil;
+}
+
+function isLeap(y: number): boolean {
+  return y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+}
+
+/** Last day (28–31) of a month. */
+export function lastDayOfMonth(year: number, month: number): number {
+  if (month === 2) return isLeap(year) ? 29 : 28;
+  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timezones
+
+/** A resolved team timezone: `fmt === null` means UTC (offset always 0). */
+export interface Zone {
+  readonly name: string;
+  readonly fmt: Intl.DateTimeFormat | null;
+  /** UTC offset (ms) by UTC minute; offsets only change on whole minutes in tzdata since 1970. */
+  readonly cache: Map<number, number>;
+}
+
+const UTC_NAMES = new Set(['UTC', 'Etc/UTC', 'Etc/UCT', 'UCT', 'Etc/Universal', 'Universal', 'Etc/Zulu', 'Zulu',
+  'GMT', 'Etc/GMT', 'GMT0', 'Etc/GMT0', 'GMT+0', 'GMT-0', 'Etc/GMT+0', 'Etc/GMT-0', 'Greenwich', 'Etc/Greenwich']);
+const OFFSET_CACHE_MAX = 1024;
+const zones = new Map<string, Zone>();
+
+/** The UTC zone. */
+export const UTC_ZONE: Zone = { name: 'UTC', fmt: null, cache: new Map() };
+
+/**
+ * Resolves an IANA timezone name once (cached per name); an unknown name gives `null`.
+ */
+export function resolveZone(name: string): Zone | null {
+  const hit = zones.get(name);
+  if (hit) return hit;
+  if (UTC_NAMES.has(name)) return UTC_ZONE;
+  let fmt: Intl.DateTimeFormat;
+  try {
+    fmt = new Intl.DateTimeFormat('en-US', {
+      timeZone: name, hourCycle: 'h23', era: 'short',
+      year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric',
+    });
+  } catch {
+    return null;
+  }
+  const zone: Zone = { name, fmt, cache: new Map() };
+  zones.set(name, zone);
+  return zone;
+}
+
+/** Wall clock minus UTC, in ms, at the instant `utcMs` (whole seconds; tzdata LMT has seconds). */
+export function offsetAt(zone: Zone, utcMs: number): number {
+  const fmt = zone.fmt;
+  if (fmt === null) return 0;
+  const key = Math.floor(utcMs / MINUTE_MS);
+  const hit = zone.cache.get(key);
+  if (hit !== undefined) return hit;
+  let year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0, bc = false;
+  for (const p of fmt.formatToParts(utcMs)) {
+    switch (p.type) {
+      case 'year': year = Number(p.value); break;
+      case 'month': month = Number(p.value); break;
+      case 'day': day = Number(p.value); break;
+      case 'hour': hour = Number(p.value); break;
+      case 'minute': minute = Number(p.value); break;
+      case 'second': second = Number(p.value); break;
+      case 'era': bc = p.value === 'BC' || p.value === 'B'; break;
+    }
+  }
+  if (bc) year = 1 - year;
+  const wall = daysFromCivil(year, month, day) * DAY_MS + hour * HOUR_MS + minute * MINUTE_MS + second * SECOND_MS;
+  const offset = wall - Math.floor(utcMs / SECOND_MS) * SECOND_MS;
+  if (zone.cache.size >= OFFSET_CACHE_MAX) zone.cache.clear();
+  zone.cache.set(key, offset);
+  return offset;
+}
+
+/**
+ * Reads a naive wall clock (ms, as if it were UTC) in `zone`: the instant, the earlier one when
+ * the wall clock occurs twice (DST fall-back), or `null` when it never occurs (spring-forward gap).
+ * Mirrors Rust `relative_date::naive_to_utc_in_tz`. Assumes at most one transition within ±1 day.
+ */
+export function wallToUtc(zone: Zone, wallMs: number): number | null {
+  if (zone.fmt === null) return wallMs;
+  const before = offsetAt(zone, wallMs - DAY_MS);
+  const after = offsetAt(zone, wallMs + DAY_MS);
+  let best: number | null = null;
+  if (offsetAt(zone, wallMs - before) === before) best = wallMs - before;
+  if (after !== before && offsetAt(zone, wallMs - after) === after) {
+    const t = wallMs - after;
+    if (best === null || t < best) best = t;
+  }
+  return best;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Relative dates
+
+const RELATIVE_RE = /^-?([0-9]+)([hdwmy])$/;
+
+/** A parsed relative date: `n` units before now. */
+export interface RelativeDate {
+  readonly n: number;
+  readonly unit: 'h' | 'd' | 'w' | 'm' | 'y';
+}
+
+/** Parses `^-?(\d+)([hdwmy])$` with n < 10000, else `null` (Rust `parse_relative_date_parts`). */
+export function parseRelativeDate(s: string): RelativeDate | null {
+  const m = RELATIVE_RE.exec(s);
+  if (m === null) return null;
+  const n = m[1].length > 6 ? Infinity : Number(m[1]);
+  if (!(n < RELATIVE_DATE_MAX_EXCLUSIVE)) return null;
+  return { n, unit: m[2] as RelativeDate['unit'] };
+}
+
+/**
+ * The instant `rel` before `nowMs`, computed on the wall clock of `zone` and read back in it
+ * (Rust `parse_relative_date_in_tz`); `null` if the result falls in a DST gap.
+ */
+export function resolveRelativeDate(rel: RelativeDate, nowMs: number, zone: Zone): number | null {
+  const wallNow = nowMs + offsetAt(zone, nowMs);
+  let wall: number;
+  switch (rel.unit) {
+    case 'h': wall = wallNow - rel.n * HOUR_MS; break;
+    case 'd': wall = wallNow - rel.n * DAY_MS; break;
+    case 'w': wall = wallNow - rel.n * WEEK_MS; break;
+    case 'm': case 'y': {
+      const days = Math.floor(wallNow / DAY_MS);
+      const timeOfDay = wallNow - days * DAY_MS;
+      const c = civilFromDays(days);
+      let year = c.year, month = c.month, day = c.day;
+      if (rel.unit === 'y') {
+        // Year by year; only 29 Feb can clamp, and then every later step keeps the 28th.
+        if (rel.n > 0 && month === 2 && day === 29) day = 28;
+        year -= rel.n;
+      } else {
+        // Month by month, clamping the day at each step (sticky). Once the day is <= 28 no
+        // further step can clamp, so jump the rest of the way.
+        let left = rel.n;
+        while (left > 0 && day > 28) {
+          if (month === 1) { month = 12; year -= 1; } else month -= 1;
+          const last = lastDayOfMonth(year, month);
+          if (day > last) day = last;
+          left -= 1;
+        }
+        const total = year * 12 + (month - 1) - left;
+        year = Math.floor(total / 12);
+        month = total - year * 12 + 1;
+      }
+      wall = daysFromCivil(year, month, day) * DAY_MS + timeOfDay;
+      break;
+    }
+  }
+  return inRange(wallToUtc(zone, wall));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Absolute dates
+
+const RFC3339_RE = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/;
+const NAIVE_DATE_RE = /^(\d{4})-(\d{1,2})-(\d{1,2})$/;
+const NAIVE_DATETIME_RE = /^(\d{4})-(\d{1,2})-(\d{1,2})[T ](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d+))?)?$/;
+// dateparser-style fallbacks (UTC unless an offset is given): ISO-like with `±HHMM`, `±HH`,
+// `Z` without seconds, or a trailing ` UTC`/` GMT`.
+const FALLBACK_ISO_RE = /^(\d{4})-(\d{1,2})-(\d{1,2})[Tt ](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d+))?)?\s*(?:([Zz]|UTC|GMT)|([+-])(\d{2}):?(\d{2})?)$/;
+
+/** Nanosecond digits (any count, first 9 significant) as fractional milliseconds. */
+function fractionMs(digits: string | undefined): number {
+  if (digits === undefined) return 0;
+  const nanos = Number((digits.length >= 9 ? digits.slice(0, 9) : digits + '000000000'.slice(digits.length)));
+  return nanos / 1e6;
+}
+
+/** Wall-clock ms of validated fields, or `null` when a field is out of range. */
+function wallFromFields(y: number, mo: number, d: number, h: number, mi: number, s: number, fracMs: number): number | null {
+  if (mo < 1 || mo > 12 || d < 1 || d > lastDayOfMonth(y, mo) || h > 23 || mi > 59 || s > 60) return null;
+  return daysFromCivil(y, mo, d) * DAY_MS + h * HOUR_MS + mi * MINUTE_MS + s * SECOND_MS + fracMs;
+}
+
+function inRange(ms: number | null): number | null {
+  return ms !== null && ms >= MIN_MS && ms < MAX_MS_EXCLUSIVE ? ms : null;
+}
+
+/**
+ * Parses an absolute date string (steps 2 and 3 of the module doc, then {@link parseFallback}).
+ * Returns ms since the epoch, or `null`.
+ */
+export function parseAbsoluteDate(s: string, zone: Zone): number | null {
+  let m = RFC3339_RE.exec(s);
+  if (m !== null) {
+    const wall = wallFromFields(+m[1], +m[2], +m[3], +m[4], +m[5], +m[6], fractionMs(m[7]));
+    if (wall === null) return null;
+    if (m[8] === undefined) return inRange(wall);
+    const oh = +m[9], om = +m[10];
+    if (oh > 23 || om > 59) return null;
+    const offset = (oh * HOUR_MS + om * MINUTE_MS) * (m[8] === '-' ? -1 : 1);
+    return inRange(wall - offset);
+  }
+  m = NAIVE_DATE_RE.exec(s);
+  if (m !== null) {
+    const wall = wallFromFields(+m[1], +m[2], +m[3], 0, 0, 0, 0);
+    // Rust returns here even when the local midnight does not exist (no further parsers).
+    return wall === null ? null : inRange(wallToUtc(zone, wall));
+  }
+  m = NAIVE_DATETIME_RE.exec(s);
+  if (m !== null) {
+    const wall = wallFromFields(+m[1], +m[2], +m[3], +m[4], +m[5], m[6] === undefined ? 0 : +m[6], fractionMs(m[7]));
+    if (wall !== null) return inRange(wallToUtc(zone, wall));
+    // chrono rejected the fields: fall through to the generic parser, as Rust does.
+  }
+  return parseFallback(s);
+}
+
+/**
+ * A small subset of the `dateparser` crate that Rust tries last (naive input taken as UTC):
+ * ISO-like date-times with `±HHMM`, `±HH`, a `Z` after minutes, or ` UTC`/` GMT`.
+ */
+export function parseFallback(s: string): number | null {
+  const m = FALLBACK_ISO_RE.exec(s);
+  if (m === null) return null;
+  const wall = wallFromFields(+m[1], +m[2], +m[3], +m[4], +m[5], m[6] === undefined ? 0 : +m[6], fractionMs(m[7]));
+  if (wall === null) return null;
+  if (m[8] !== undefined) return inRange(wall);
+  const oh = +m[10], om = m[11] === undefined ? 0 : +m[11];
+  if (oh > 23 || om > 59) return null;
+  return inRange(wall - (oh * HOUR_MS + om * MINUTE_MS) * (m[9] === '-' ? -1 : 1));
+}
+
+/** Rust `parse_date_string_in_tz`: relative first, then absolute. */
+export function parseDateString(s: string, nowMs: number, zone: Zone): number | null {
+  const rel = parseRelativeDate(s);
+  if (rel !== null) {
+    const t = resolveRelativeDate(rel, nowMs, zone);
+    if (t !== null) return t;
+    // A relative date in a DST gap: Rust goes on to the other parsers, which cannot match it.
+    return null;
+  }
+  return parseAbsoluteDate(s, zone);
+}
+
+/**
+ * Rust `parse_float_timestamp`: Unix seconds (fractions allowed) to ms. Bug-compatible details:
+ * NaN becomes the epoch (NaN casts to 0 in Rust); a negative fraction is dropped
+ * (`-1.5` → −2 s) because the negative nanosecond count saturates to 0; ±Infinity and values
+ * beyond chrono's range give `null`.
+ */
+export function parseUnixSeconds(seconds: number): number | null {
+  if (Number.isNaN(seconds)) return 0;
+  const whole = Math.floor(seconds);
+  if (!Number.isFinite(whole)) return null;
+  let nanos = Math.round((seconds % 1) * 1e9);
+  if (nanos < 0) nanos = 0;
+  return inRange(whole * SECOND_MS + nanos / 1e6);
+}
+
+/**
+ * The property (actual) side of a date comparison, as Rust's
+ * `determine_parsed_date_for_property_matching`: a JSON number, or a string that parses as f64,
+ * is Unix **seconds**; another string is parsed like a filter value; anything else is `null`.
+ */
+export function parseActualDate(value: unknown, nowMs: number, zone: Zone): number | null {
+  if (typeof value === 'number') return parseUnixSeconds(value);
+  if (typeof value !== 'string') return null;
+  const n = parseRustF64(value);
+  if (n !== null) return parseUnixSeconds(n);
+  return parseDateString(value, nowMs, zone);
+}
+
+/**
+ * Parses a filter's date value: ms since the epoch, or `null` when unparseable or not a string
+ * (Rust only accepts string filter values). Relative values (`-7d`, `3m`) are anchored at
+ * `nowMs` in `timezone`; RFC 3339 keeps its offset; naive dates and date-times are read in
+ * `timezone` (an IANA name; unknown names fall back to UTC). See the module doc for the order.
+ */
+export function parseFilterDate(value: unknown, nowMs: number, timezone: string): number | null {
+  if (typeof value !== 'string') return null;
+  return parseDateString(value, nowMs, resolveZone(timezone) ?? UTC_ZONE);
+}

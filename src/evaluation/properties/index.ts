@@ -1,0 +1,99 @@
+/**
+ * Property filters of the evaluation core: compile a stored filter once, then test property maps
+ * with it millions of times.
+ *
+ * Semantics are Rust `/flags`'s (`rust/feature-flags/src/properties/property_matching.rs`,
+ * `relative_date.rs`), as research/posthog-flag-evaluation.md §3.2, §3.3 and §8 prescribe; where
+ * posthog-node or posthog-python differ (missing keys inconclusive, no boolean handling in
+ * `exact`, string comparison in `gt`, ms timestamps, pre-release-blind semver, …) this module
+ * follows Rust. Matching is evaluated with Rust's `partial_props = false` and a match-time error
+ * counts as `false`, as `flag_matching.rs` does with `.unwrap_or(false)`.
+ *
+ * Known gaps vs Rust, each documented in its file:
+ * - numbers: JS cannot tell `1.0` from `1` after `JSON.parse` (`coerce.ts`);
+ * - regex: JS `RegExp` stands in for `fancy_regex`; some syntax is refused, `\d\w\b` are ASCII,
+ *   and nested unbounded quantifiers are refused to avoid exponential backtracking (`regex.ts`);
+ * - dates: only a subset of the `dateparser` fallback formats (`dates.ts`).
+ *
+ * Layout: `coerce.ts` (string forms, f64, case folding), `regex.ts`, `dates.ts`, `semver.ts`,
+ * `operators.ts` (one compiled matcher per operator), `errors.ts`; this file is the public API.
+ */
+import { compileOperator, isPropertyOperator } from './operators.js';
+import { PropertyFilterError } from './errors.js';
+import { resolveZone, UTC_ZONE } from './dates.js';
+
+export { PropertyFilterError } from './errors.js';
+export { PROPERTY_OPERATORS, isPropertyOperator } from './operators.js';
+export { parseFilterDate } from './dates.js';
+export { isValidRegex, describeRegexProblem } from './regex.js';
+
+/** A property filter as stored in `filters.groups[*].properties` (research §1). */
+export interface PropertyFilter {
+  key: string;
+  value?: unknown;
+  /** Defaults to `exact` when null or absent. */
+  operator?: string | null;
+  /** `person` (default), `group`, `cohort`, `flag`, `person_metadata`, … */
+  type?: string;
+  group_type_index?: number | null;
+  /** Cohort-definition leaves only; not applied here (the cohort evaluator flips the result). */
+  negation?: boolean;
+}
+
+/** A filter compiled once; {@link CompiledPropertyFilter.test} is the hot path. */
+export interface CompiledPropertyFilter {
+  readonly key: string;
+  /** `person` (default) | `group` | … as given; routing is the caller's job (research §3.1). */
+  readonly type: string;
+  readonly groupTypeIndex: number | null;
+  /**
+   * Whether `properties` match. A key counts as present when it is an own property whose value
+   * is not `undefined` (JSON null is present; research §3.2). `nowMs` (ms since the epoch)
+   * anchors relative dates. Never throws.
+   */
+  test(properties: Readonly<Record<string, unknown>>, nowMs: number): boolean;
+}
+
+/** Options of {@link compilePropertyFilter}. */
+export interface CompileOptions {
+  /** The team's IANA timezone; naive and relative dates are read in it. Unknown names mean UTC. */
+  timezone: string;
+  /**
+   * Also throw where Rust only fails at match time (malformed `between` bounds, invalid semver,
+   * date or regex filter values, `in`/`not_in`/`flag_evaluates_to`, a null `value`). For the
+   * control plane's validator; evaluation leaves it off to answer exactly as Rust does.
+   */
+  strict?: boolean;
+}
+
+const hasOwn = Object.prototype.hasOwnProperty;
+
+/**
+ * Compiles a property filter. Throws {@link PropertyFilterError} where Rust fails to parse the
+ * filter: non-string `key` (field `key`), unknown or non-string `operator` (field `operator`);
+ * with `strict`, also for match-time errors (see {@link CompileOptions.strict}).
+ */
+export function compilePropertyFilter(filter: PropertyFilter, opts: CompileOptions): CompiledPropertyFilter {
+  if (filter === null || typeof filter !== 'object') throw new PropertyFilterError('filter', 'a property filter must be an object');
+  const key = filter.key;
+  if (typeof key !== 'string') throw new PropertyFilterError('key', 'key must be a string');
+  const rawOp = filter.operator;
+  const operator = rawOp === null || rawOp === undefined ? 'exact' : rawOp;
+  if (typeof operator !== 'string' || !isPropertyOperator(operator)) {
+    throw new PropertyFilterError('operator', `unknown operator ${JSON.stringify(operator)}`);
+  }
+  const zone = resolveZone(opts.timezone);
+  if (zone === null && opts.strict) throw new PropertyFilterError('timezone', `unknown timezone ${JSON.stringify(opts.timezone)}`);
+  const { present, missing } = compileOperator(operator, filter.value, { zone: zone ?? UTC_ZONE, strict: opts.strict === true });
+  const gti = filter.group_type_index;
+  return Object.freeze({
+    key,
+    type: typeof filter.type === 'string' ? filter.type : 'person',
+    groupTypeIndex: typeof gti === 'number' ? gti : null,
+    test(properties: Readonly<Record<string, unknown>>, nowMs: number): boolean {
+      if (!hasOwn.call(properties, key)) return missing;
+      const actual = properties[key];
+      return actual === undefined ? missing : present(actual, nowMs);
+    },
+  });
+}
