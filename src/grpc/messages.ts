@@ -31,14 +31,16 @@ export type WatchEvent =
   | { event: 'snapshot_begin'; snapshot_begin: { revision: Int64 } }
   | { event: 'change'; change: ChangeMessage }
   | { event: 'snapshot_end'; snapshot_end: { revision: Int64 } }
-  | { event: 'heartbeat'; heartbeat: { revision: Int64 } };
+  | { event: 'heartbeat'; heartbeat: { revision: Int64 } }
+  | { event: 'changes'; changes: { changes: ChangeMessage[] } };
 
 /** A Watch event as written by the server (the encoder infers the oneof from the set member). */
 export type WatchEventOut =
   | { snapshot_begin: { revision: string } }
   | { change: ChangeMessage }
   | { snapshot_end: { revision: string } }
-  | { heartbeat: { revision: string } };
+  | { heartbeat: { revision: string } }
+  | { changes: { changes: ChangeMessage[] } };
 
 /** Thrown by {@link parseRevision} for a value that is not a revision. */
 export class RevisionError extends Error {

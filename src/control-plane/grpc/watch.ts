@@ -18,6 +18,10 @@
  *   behind: past that, one consistent snapshot is cheaper than replaying every intermediate
  *   state, and the node's staged swap means it serves the old state meanwhile.
  *
+ * Changes go out in ChangeBatch messages of up to {@link BATCH_MAX_CHANGES} changes /
+ * {@link BATCH_MAX_BYTES} (a lone tail change as a plain Change): per-message cost dominates
+ * otherwise.
+ *
  * Backpressure: when `call.write` returns false the handler waits for `drain`, so a slow node
  * holds at most one HTTP/2 window of events in memory here.
  */
@@ -35,6 +39,10 @@ import { streamSnapshot, type SnapshotEntity } from './snapshot.js';
 export const MAX_TAIL_CHANGES = 10_000;
 /** Changes read from the log per query while tailing. */
 export const TAIL_PAGE_SIZE = 1_000;
+/** Most changes per ChangeBatch message. */
+export const BATCH_MAX_CHANGES = 500;
+/** A ChangeBatch is closed once its payloads reach this many bytes (clients accept 64 MiB messages). */
+export const BATCH_MAX_BYTES = 1024 * 1024;
 /** Heartbeat period while a stream is idle, in milliseconds (nodes time out at ~3×). */
 export const HEARTBEAT_INTERVAL_MS = 10_000;
 
@@ -47,9 +55,11 @@ export interface WatchOptions {
   maxTailChanges: number;
   /** Heartbeat period in ms (default {@link HEARTBEAT_INTERVAL_MS}). */
   heartbeatIntervalMs: number;
+  /** Most changes per ChangeBatch (default {@link BATCH_MAX_CHANGES}). */
+  batchMaxChanges: number;
   /**
-   * Test seam: awaited after SnapshotBegin (`sent` = 0) and after each snapshot entity written
-   * (`sent` = entities so far). Lets a test stop the server in the middle of a snapshot.
+   * Test seam: awaited after SnapshotBegin (`sent` = 0) and after each batch of snapshot
+   * entities written (`sent` = entities so far). Lets a test stop the server mid-snapshot.
    */
   afterSnapshotEvent?: (sent: number) => Promise<void>;
 }
@@ -109,7 +119,7 @@ function tailMessage(r: ChangeRow): ChangeMessage {
 export function createWatchHandler(deps: { sql: Sql; feed: ChangeFeed; log: Logger; clusterToken: string; options?: Partial<WatchOptions> }):
   { handler: grpc.handleServerStreamingCall<WatchRequest, WatchEventOut>; registry: WatchRegistry } {
   const { sql, feed, log, clusterToken } = deps;
-  const opts: WatchOptions = { maxTailChanges: MAX_TAIL_CHANGES, heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS, ...deps.options };
+  const opts: WatchOptions = { maxTailChanges: MAX_TAIL_CHANGES, heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS, batchMaxChanges: BATCH_MAX_CHANGES, ...deps.options };
   const live = new Set<{ stop(status: Partial<grpc.StatusObject> | null): void }>();
 
   const handler = (call: WatchCall): void => {
@@ -172,6 +182,17 @@ export function createWatchHandler(deps: { sql: Sql; feed: ChangeFeed; log: Logg
       if (reason !== null) {
         let sent = 0;
         let snapshotRevision = 0;
+        let batch: ChangeMessage[] = [];
+        let batchBytes = 0;
+        const flush = async (): Promise<void> => {
+          if (batch.length === 0) return;
+          const out = batch;
+          batch = [];
+          batchBytes = 0;
+          await send({ changes: { changes: out } });
+          sent += out.length;
+          if (opts.afterSnapshotEvent) await opts.afterSnapshotEvent(sent);
+        };
         const revision = await streamSnapshot(sql, {
           begin: async (rev) => {
             snapshotRevision = rev;
@@ -182,11 +203,13 @@ export function createWatchHandler(deps: { sql: Sql; feed: ChangeFeed; log: Logg
           entity: async (e: SnapshotEntity) => {
             if (done) throw new StreamStopped();
             // Snapshot entities carry the snapshot's revision; the node records it on SnapshotEnd.
-            await send({ change: changeMessage(snapshotRevision, e.kind, e.entityId, e.projectId, 'upsert', e.payload) });
-            sent++;
-            if (opts.afterSnapshotEvent) await opts.afterSnapshotEvent(sent);
+            const m = changeMessage(snapshotRevision, e.kind, e.entityId, e.projectId, 'upsert', e.payload);
+            batch.push(m);
+            batchBytes += m.payload.length;
+            if (batch.length >= opts.batchMaxChanges || batchBytes >= BATCH_MAX_BYTES) await flush();
           },
         });
+        await flush();
         await send({ snapshot_end: { revision: formatRevision(revision) } });
         slog.info({ revision, entities: sent }, 'watch: snapshot sent');
         cursor = revision;
@@ -198,11 +221,18 @@ export function createWatchHandler(deps: { sql: Sql; feed: ChangeFeed; log: Logg
         if (wakePending) {
           wakePending = false;
           const rows: ChangeRow[] = await feed.read(cursor, TAIL_PAGE_SIZE);
-          for (const r of rows) {
-            if (done) return;
-            await send({ change: tailMessage(r) });
-            cursor = r.revision;
+          for (let i = 0; i < rows.length && !done;) {
+            const out: ChangeMessage[] = [];
+            let bytes = 0;
+            while (i < rows.length && out.length < opts.batchMaxChanges && bytes < BATCH_MAX_BYTES) {
+              const m = tailMessage(rows[i++]!);
+              out.push(m);
+              bytes += m.payload.length;
+            }
+            await send(out.length === 1 ? { change: out[0]! } : { changes: { changes: out } });
+            cursor = Number(out[out.length - 1]!.revision);
           }
+          if (done) return;
           if (rows.length === TAIL_PAGE_SIZE) { wakePending = true; continue; }
           if (!caughtUp) { caughtUp = true; heartbeatDue = true; }
         }

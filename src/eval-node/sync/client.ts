@@ -6,7 +6,7 @@
  * - SnapshotBegin → stage every Change into a new generation → SnapshotEnd → swap it in
  *   (one transaction); a stream that ends mid-snapshot discards the staged part, so the store
  *   keeps serving its previous complete state;
- * - tail Changes received in one event-loop turn → one `applyBatch` (one transaction, with the
+ * - tail Changes (single or in ChangeBatch messages) received in one event-loop turn → one `applyBatch` (one transaction, with the
  *   revision of the last one); changes at or below the store's revision are skipped;
  * - Heartbeat → the control plane's head, for the lag metric.
  * Events are applied strictly in order by one drain loop; when the queue passes
@@ -32,6 +32,8 @@ export const WATCH_IDLE_TIMEOUT_MS = 35_000;
 export const QUEUE_HIGH_WATER = 10_000;
 /** Most changes written in one LMDB transaction. */
 export const MAX_BATCH_CHANGES = 5_000;
+/** Largest Watch message accepted, in bytes (grpc-js default is 4 MiB). */
+export const MAX_RECEIVE_MESSAGE_BYTES = 64 * 1024 * 1024;
 /** HTTP/2 keep-alive ping interval on the channel, in ms. */
 export const CLIENT_KEEPALIVE_TIME_MS = 30_000;
 /** Unanswered-ping timeout on the channel, in ms. */
@@ -108,6 +110,8 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
     // Align the channel's own reconnect backoff with ours, or it may wait up to 120 s.
     'grpc.initial_reconnect_backoff_ms': policy.baseMs,
     'grpc.max_reconnect_backoff_ms': policy.capMs,
+    // Change batches are capped at ~1 MiB by the server; one entity may be larger.
+    'grpc.max_receive_message_length': MAX_RECEIVE_MESSAGE_BYTES,
   });
   const metadata = new grpc.Metadata();
   metadata.set('authorization', `Bearer ${opts.clusterToken}`);
@@ -147,10 +151,15 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
     };
     armIdle();
 
+    /** Consecutive Change / ChangeBatch events at the head of the queue, up to MAX_BATCH_CHANGES (at least one event). */
     const takeChanges = (): ChangeMessage[] => {
       const out: ChangeMessage[] = [];
-      while (out.length < MAX_BATCH_CHANGES && queue.length > 0 && queue[0]!.event === 'change') {
-        out.push((queue.shift() as Extract<WatchEvent, { event: 'change' }>).change);
+      while (queue.length > 0 && (out.length === 0 || out.length < MAX_BATCH_CHANGES)) {
+        const ev = queue[0]!;
+        if (ev.event === 'change') out.push(ev.change);
+        else if (ev.event === 'changes') { for (const c of ev.changes.changes) out.push(c); }
+        else break;
+        queue.shift();
       }
       return out;
     };
@@ -172,7 +181,8 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
             log.info({ revision }, 'receiving snapshot');
             break;
           }
-          case 'change': {
+          case 'change':
+          case 'changes': {
             const batch = takeChanges();
             if (snapshot) {
               await store.stageSnapshot(batch.map(toStoreChange));

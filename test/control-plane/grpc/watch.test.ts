@@ -11,7 +11,7 @@ import { clusterTokenMetadata } from '../../../src/control-plane/grpc/auth.js';
 import { snapshotReason, type SnapshotReason } from '../../../src/control-plane/grpc/watch.js';
 import { decodePayload } from '../../../src/grpc/payload.js';
 import { currentRevision } from '../../../src/control-plane/change-log/store.js';
-import type { WatchEvent } from '../../../src/grpc/messages.js';
+import type { ChangeMessage, WatchEvent } from '../../../src/grpc/messages.js';
 import { seedCohort, seedFlag, seedGroupType, seedOrganization, seedProject, updateFlag } from '../../support/seed.js';
 import { syncFixture, type SyncFixture } from '../../support/sync.js';
 import { waitFor } from '../../support/wait.js';
@@ -66,6 +66,11 @@ async function seed(fx: SyncFixture): Promise<{ p1: number }> {
   return { p1 };
 }
 
+/** Every Change in `events`, whether sent alone or in a ChangeBatch. */
+function changesOf(events: WatchEvent[]): ChangeMessage[] {
+  return events.flatMap((e) => (e.event === 'change' ? [e.change] : e.event === 'changes' ? e.changes.changes : []));
+}
+
 const heartbeatAt = (events: WatchEvent[], rev: number): boolean =>
   events.some((e) => e.event === 'heartbeat' && Number(e.heartbeat.revision) === rev);
 
@@ -110,7 +115,7 @@ test('from_revision 0: SnapshotBegin, every live entity at the head revision, Sn
     assert.ok(endAt > 0);
     const begin = w.events[0] as Extract<WatchEvent, { event: 'snapshot_begin' }>;
     assert.equal(Number(begin.snapshot_begin.revision), head);
-    const changes = w.events.slice(1, endAt).map((e) => (e as Extract<WatchEvent, { event: 'change' }>).change);
+    const changes = changesOf(w.events.slice(1, endAt));
     assert.deepEqual(changes.map((c) => c.kind).sort(), ['cohort', 'feature_flag', 'feature_flag', 'group_type_mapping', 'organization', 'project'].sort(),
       'soft-deleted flag left out');
     for (const c of changes) {
@@ -134,12 +139,12 @@ test('a node within the threshold gets exactly the changes after its revision, i
     await fx.startServer();
     const w = watch(fx, from);
     await waitFor('caught up', () => heartbeatAt(w.events, head));
-    const revs = w.events.filter((e) => e.event === 'change').map((e) => Number((e as Extract<WatchEvent, { event: 'change' }>).change.revision));
+    const revs = changesOf(w.events).map((c) => Number(c.revision));
     assert.deepEqual(revs, [from + 1, from + 2, from + 3]);
     assert.equal(w.events.some((e) => e.event === 'snapshot_begin'), false);
 
     await seedFlag(fx.db.sql, p1, 'live');
-    await waitFor('live change', () => w.events.some((e) => e.event === 'change' && Number(e.change.revision) === head + 1));
+    await waitFor('live change', () => changesOf(w.events).some((c) => Number(c.revision) === head + 1));
     w.cancel();
   } finally {
     await fx.close();
@@ -160,10 +165,31 @@ test('a node ahead of the log, too far behind, or behind a pruned prefix gets a 
     };
     assert.equal(await starts(head + 10), 'snapshot_begin', 'ahead');
     assert.equal(await starts(head - 3), 'snapshot_begin', 'too far behind');
-    assert.equal(await starts(head - 1), 'change', 'within threshold');
+    assert.match(await starts(head - 1), /^changes?$/, 'within threshold');
     await fx.db.sql`DELETE FROM change_log WHERE revision <= ${head - 1}`;
     assert.equal(await starts(head - 2), 'snapshot_begin', 'pruned');
-    assert.equal(await starts(head - 1), 'change', 'pruned exactly up to the node: tail');
+    assert.match(await starts(head - 1), /^changes?$/, 'pruned exactly up to the node: tail');
+  } finally {
+    await fx.close();
+  }
+});
+
+test('snapshot entities and tail pages travel in ChangeBatch messages of bounded size', async () => {
+  const fx = await syncFixture();
+  try {
+    await seed(fx);
+    await fx.startServer({ batchMaxChanges: 2 });
+    const w = watch(fx, 0);
+    const head = await currentRevision(fx.db.sql);
+    await waitFor('caught up', () => heartbeatAt(w.events, head));
+    const batches = w.events.filter((e) => e.event === 'changes').map((e) => (e as Extract<WatchEvent, { event: 'changes' }>).changes.changes.length);
+    assert.deepEqual(batches, [2, 2, 2], '6 live entities in batches of 2');
+    const w2 = watch(fx, head - 5);
+    await waitFor('tail caught up', () => heartbeatAt(w2.events, head));
+    assert.deepEqual(w2.events.filter((e) => e.event !== 'heartbeat').map((e) => (e.event === 'changes' ? e.changes.changes.length : 1)), [2, 2, 1]);
+    assert.deepEqual(changesOf(w2.events).map((c) => Number(c.revision)), [head - 4, head - 3, head - 2, head - 1, head]);
+    w.cancel();
+    w2.cancel();
   } finally {
     await fx.close();
   }

@@ -169,10 +169,10 @@ test('a snapshot interrupted midway leaves the previous complete state in place'
     for (let i = 0; i < 5; i++) await seedFlag(fx.db.sql, w.p1.id, `later-${i}`);
     await updateFlag(fx.db.sql, w.flagIds[0]!, { deleted: true });
 
-    // The server stalls after sending SnapshotBegin and 4 entities, then is killed.
+    // The server stalls after sending SnapshotBegin and 4 entities (two batches), then is killed.
     let release: () => void = () => {};
     const stalled = new Promise<void>((r) => { release = r; });
-    await fx.startServer({ maxTailChanges: 3, afterSnapshotEvent: (sent) => (sent === 4 ? stalled : Promise.resolve()) });
+    await fx.startServer({ maxTailChanges: 3, batchMaxChanges: 2, afterSnapshotEvent: (sent) => (sent === 4 ? stalled : Promise.resolve()) });
     node = await fx.startNode();
     await waitFor('4 entities staged', () => node.sync.state().snapshotting && node.sync.state().snapshotStaged >= 4);
     assert.equal(node.store.revision(), before, 'staged entities are invisible');

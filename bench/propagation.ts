@@ -1,0 +1,189 @@
+/**
+ * `make bench-propagation` (`node dist/bench/propagation.js`): how fast definition changes reach
+ * an evaluation node over the real path — Postgres commit → NOTIFY → control-plane change feed →
+ * gRPC Watch → node LMDB transaction.
+ *
+ * Questions answered, each against a same-run baseline:
+ * 1. latency: commit of one flag change → node has applied it (p50/p99/max, ms), versus the bare
+ *    NOTIFY round trip (commit → LISTENing connection in this process), which bounds it below;
+ * 2. burst: BENCH_BURST changes committed by 8 concurrent writers while the node watches — how
+ *    long after the last commit is it caught up (the writers, not the node, set the rate);
+ *    then catch-up: the node restarts BENCH_BURST changes behind — how many changes per second
+ *    does it apply from the tail;
+ * 3. snapshot: a new node (empty data dir) — time to a complete snapshot of BENCH_SNAPSHOT_FLAGS
+ *    flags, in entities per second.
+ *
+ * Setup: DATABASE_URL, or a throw-away embedded Postgres on a free port; server and node in this
+ * process on loopback. Knobs (env): BENCH_LATENCY_N (300), BENCH_BURST (20000),
+ * BENCH_SNAPSHOT_FLAGS (10000). Every wait is bounded (BENCH_TIMEOUT_S, 120).
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { testConfig } from '../src/config.js';
+import { createLogger } from '../src/log.js';
+import { connect, type Sql } from '../src/control-plane/db/connect.js';
+import { migrate } from '../src/control-plane/db/migrate.js';
+import { startEmbeddedPostgres, type EmbeddedCluster } from '../src/control-plane/db/embedded.js';
+import { appendChanges, currentRevision } from '../src/control-plane/change-log/store.js';
+import { featureFlagEntity, projectEntity, type FeatureFlagRow } from '../src/control-plane/change-log/entities.js';
+import { startGrpcServer } from '../src/control-plane/grpc/server.js';
+import { startEvalNode, type EvalNode } from '../src/eval-node/node.js';
+import { freePort } from '../test/support/ports.js';
+
+const LATENCY_N = Number(process.env.BENCH_LATENCY_N ?? 300);
+const BURST = Number(process.env.BENCH_BURST ?? 20_000);
+const SNAPSHOT_FLAGS = Number(process.env.BENCH_SNAPSHOT_FLAGS ?? 10_000);
+const TIMEOUT_MS = Number(process.env.BENCH_TIMEOUT_S ?? 120) * 1000;
+const WRITERS = 8;
+const CHANGES_PER_TX = 10;
+
+const now = (): number => performance.now();
+const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
+const fmt = (ms: number): string => `${ms.toFixed(2)} ms`;
+
+async function until(what: string, cond: () => boolean): Promise<void> {
+  const deadline = now() + TIMEOUT_MS;
+  while (!cond()) {
+    if (now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
+/** Waits for the node to apply `revision` (onApplied, not polling LMDB). */
+function applied(node: EvalNode, revision: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    if (node.store.revision() >= revision) { resolve(now()); return; }
+    const timer = setTimeout(() => { off(); reject(new Error(`revision ${revision} not applied`)); }, TIMEOUT_MS);
+    const off = node.store.onApplied((rev) => { if (rev >= revision) { clearTimeout(timer); off(); resolve(now()); } });
+  });
+}
+
+async function updateFlag(sql: Sql, id: number, n: number): Promise<number> {
+  return sql.begin(async (tx) => {
+    const [row] = await tx<FeatureFlagRow[]>`UPDATE feature_flags SET version = version + 1, name = ${`n${n}`} WHERE id = ${id} RETURNING *`;
+    const [rev] = await appendChanges(tx, [{ projectId: row!.project_id, kind: 'feature_flag', entityId: String(id), op: 'upsert', payload: featureFlagEntity(row!) }]);
+    return rev!;
+  }) as Promise<number>;
+}
+
+async function main(): Promise<void> {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-prop-'));
+  let cluster: EmbeddedCluster | null = null;
+  let url = process.env.DATABASE_URL ?? null;
+  if (!url) {
+    fs.chmodSync(tmp, 0o777);
+    cluster = await startEmbeddedPostgres({ dataDir: path.join(tmp, 'pg'), port: await freePort(), persistent: false });
+    const admin = connect(cluster.adminUrl, { max: 1 });
+    await admin.unsafe('CREATE DATABASE bench_propagation');
+    await admin.end();
+    url = cluster.urlFor('bench_propagation');
+  }
+  const sql = connect(url, { max: 20 });
+  const log = createLogger('silent');
+  const grpcPort = await freePort();
+  const config = testConfig({ dataDir: path.join(tmp, 'node'), grpcPort, controlPlane: `127.0.0.1:${grpcPort}` });
+  console.log(`node ${process.version}, ${os.cpus()[0]?.model ?? 'cpu?'} ×${os.availableParallelism()}, ${cluster ? 'embedded' : 'external'} Postgres`);
+  try {
+    await migrate(sql);
+    const [org] = await sql<{ id: number }[]>`INSERT INTO organizations (name) VALUES ('bench') RETURNING id`;
+    const project = await sql.begin(async (tx) => {
+      const [p] = await tx<{ id: number; organization_id: number; name: string; api_token: string; timezone: string }[]>`
+        INSERT INTO projects (organization_id, name, api_token) VALUES (${org!.id}, 'bench', ${`phc_${crypto.randomBytes(12).toString('hex')}`}) RETURNING *`;
+      await appendChanges(tx, [{ projectId: p!.id, kind: 'project', entityId: String(p!.id), op: 'upsert', payload: projectEntity(p!) }]);
+      return p!;
+    });
+    const flagIds = await sql.begin(async (tx) => {
+      const rows = await tx<FeatureFlagRow[]>`
+        INSERT INTO feature_flags (project_id, key, filters)
+        SELECT ${project.id}, 'flag-' || g, '{"groups":[{"properties":[],"rollout_percentage":50}]}'::jsonb FROM generate_series(1, ${SNAPSHOT_FLAGS}) g
+        RETURNING *`;
+      for (let i = 0; i < rows.length; i += 1000) {
+        await appendChanges(tx, rows.slice(i, i + 1000).map((r) => ({ projectId: r.project_id, kind: 'feature_flag' as const, entityId: String(r.id), op: 'upsert' as const, payload: featureFlagEntity(r) })));
+      }
+      return rows.map((r) => r.id);
+    });
+
+    const server = await startGrpcServer({ sql, config, log, watch: { maxTailChanges: BURST * 2 } });
+    // 3. snapshot of SNAPSHOT_FLAGS flags into an empty node.
+    let t0 = now();
+    const node = await startEvalNode(config, log, { nodeId: 'bench' });
+    await until('complete snapshot', () => node.store.hasCompleteSnapshot());
+    const snapshotMs = now() - t0;
+
+    // 1. baseline: commit → NOTIFY on a listening connection.
+    const baseline: number[] = [];
+    let notified: (() => void) | null = null;
+    const listener = await sql.listen('bench_baseline', () => notified?.());
+    for (let i = 0; i < LATENCY_N; i++) {
+      const got = new Promise<void>((r) => { notified = r; });
+      await sql.begin((tx) => tx`SELECT pg_notify('bench_baseline', 'x')`);
+      t0 = now();
+      await got;
+      baseline.push(now() - t0);
+    }
+    await listener.unlisten();
+    //    latency: commit of a flag change → applied on the node. The clock starts when the commit
+    //    has returned, as for the baseline.
+    const latency: number[] = [];
+    for (let i = 0; i < LATENCY_N; i++) {
+      const before = node.store.revision();
+      const wait = applied(node, before + 1);
+      await updateFlag(sql, flagIds[i % flagIds.length]!, i);
+      t0 = now();
+      latency.push(Math.max(0, (await wait) - t0));
+    }
+
+    // 2. burst from concurrent writers, node watching; then the same volume while it is down.
+    const burst = async (): Promise<number> => {
+      let lastCommit = 0;
+      await Promise.all(Array.from({ length: WRITERS }, async (_, w) => {
+        for (let done = w * CHANGES_PER_TX; done < BURST; done += WRITERS * CHANGES_PER_TX) {
+          await sql.begin((tx) => appendChanges(tx, Array.from({ length: CHANGES_PER_TX }, (_, k) => ({
+            projectId: project.id, kind: 'feature_flag' as const, entityId: String(flagIds[(done + k) % flagIds.length]),
+            op: 'upsert' as const, payload: { id: flagIds[(done + k) % flagIds.length], team_id: project.id, key: `flag-${done + k}`, deleted: false, active: true, version: 2, filters: {} },
+          }))));
+        }
+        lastCommit = Math.max(lastCommit, now());
+      }));
+      return lastCommit;
+    };
+    const start = await currentRevision(sql);
+    t0 = now();
+    const lastCommit = await burst();
+    let head = await currentRevision(sql);
+    const caughtUp = await applied(node, head);
+    const burstChanges = head - start;
+    const writeMs = lastCommit - t0;
+    await node.close();
+    const stoppedAt = head;
+    await burst();
+    head = await currentRevision(sql);
+    const behind = head - stoppedAt;
+    t0 = now();
+    const restarted = await startEvalNode(config, log, { nodeId: 'bench' });
+    const catchUpMs = (await applied(restarted, head)) - t0;
+    if (restarted.sync.state().snapshotsApplied !== 0) throw new Error('catch-up took a snapshot, not the tail');
+    await restarted.close();
+
+    baseline.sort((a, b) => a - b);
+    latency.sort((a, b) => a - b);
+    console.log(`\n1. latency, commit → applied on the node (${LATENCY_N} sequential changes)`);
+    console.log(`   baseline commit → NOTIFY: p50 ${fmt(pct(baseline, 0.5))}  p99 ${fmt(pct(baseline, 0.99))}`);
+    console.log(`   propagation:               p50 ${fmt(pct(latency, 0.5))}  p99 ${fmt(pct(latency, 0.99))}  max ${fmt(latency[latency.length - 1]!)}`);
+    console.log(`   ratio p50 propagation / NOTIFY: ${(pct(latency, 0.5) / pct(baseline, 0.5)).toFixed(1)}×`);
+    console.log(`\n2. burst: ${burstChanges} changes from ${WRITERS} writers (${CHANGES_PER_TX} per transaction) in ${fmt(writeMs)} (${Math.round(burstChanges / (writeMs / 1000))} commits/s of changes)`);
+    console.log(`   node caught up ${fmt(Math.max(0, caughtUp - lastCommit))} after the last commit`);
+    console.log(`   catch-up from ${behind} behind after a restart: ${fmt(catchUpMs)} → ${Math.round(behind / (catchUpMs / 1000))} changes/s (baseline: the writers' rate above)`);
+    console.log(`\n3. snapshot of ${SNAPSHOT_FLAGS + 2} entities into an empty node: ${fmt(snapshotMs)} → ${Math.round((SNAPSHOT_FLAGS + 2) / (snapshotMs / 1000))} entities/s`);
+
+    await server.close();
+  } finally {
+    await sql.end({ timeout: 5 });
+    if (cluster) await cluster.stop().catch(() => {});
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+main().then(() => process.exit(0), (e: unknown) => { console.error(e); process.exit(1); });
