@@ -43,6 +43,8 @@ export const TAIL_PAGE_SIZE = 1_000;
 export const BATCH_MAX_CHANGES = 500;
 /** A ChangeBatch is closed once its payloads reach this many bytes (clients accept 64 MiB messages). */
 export const BATCH_MAX_BYTES = 1024 * 1024;
+/** Snapshots streamed at once per control-plane process (each holds a pooled connection). */
+export const MAX_CONCURRENT_SNAPSHOTS = 4;
 /** Heartbeat period while a stream is idle, in milliseconds (nodes time out at ~3×). */
 export const HEARTBEAT_INTERVAL_MS = 10_000;
 
@@ -57,6 +59,8 @@ export interface WatchOptions {
   heartbeatIntervalMs: number;
   /** Most changes per ChangeBatch (default {@link BATCH_MAX_CHANGES}). */
   batchMaxChanges: number;
+  /** Snapshots streamed at once by this process (default {@link MAX_CONCURRENT_SNAPSHOTS}). */
+  maxConcurrentSnapshots: number;
   /**
    * Test seam: awaited after SnapshotBegin (`sent` = 0) and after each batch of snapshot
    * entities written (`sent` = entities so far). Lets a test stop the server mid-snapshot.
@@ -119,8 +123,9 @@ function tailMessage(r: ChangeRow): ChangeMessage {
 export function createWatchHandler(deps: { sql: Sql; feed: ChangeFeed; log: Logger; clusterToken: string; options?: Partial<WatchOptions> }):
   { handler: grpc.handleServerStreamingCall<WatchRequest, WatchEventOut>; registry: WatchRegistry } {
   const { sql, feed, log, clusterToken } = deps;
-  const opts: WatchOptions = { maxTailChanges: MAX_TAIL_CHANGES, heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS, batchMaxChanges: BATCH_MAX_CHANGES, ...deps.options };
+  const opts: WatchOptions = { maxTailChanges: MAX_TAIL_CHANGES, heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS, batchMaxChanges: BATCH_MAX_CHANGES, maxConcurrentSnapshots: MAX_CONCURRENT_SNAPSHOTS, ...deps.options };
   const live = new Set<{ stop(status: Partial<grpc.StatusObject> | null): void }>();
+  const snapshots = new Semaphore(opts.maxConcurrentSnapshots);
 
   const handler = (call: WatchCall): void => {
     if (!hasClusterToken(call.metadata, clusterToken)) {
@@ -173,6 +178,43 @@ export function createWatchHandler(deps: { sql: Sql; feed: ChangeFeed; log: Logg
       });
     };
 
+    /** Streams a snapshot between begin/end markers; returns its revision. */
+    const sendSnapshot = async (reason: SnapshotReason): Promise<number> => {
+      let sent = 0;
+      let snapshotRevision = 0;
+      let batch: ChangeMessage[] = [];
+      let batchBytes = 0;
+      const flush = async (): Promise<void> => {
+        if (batch.length === 0) return;
+        const out = batch;
+        batch = [];
+        batchBytes = 0;
+        await send({ changes: { changes: out } });
+        sent += out.length;
+        if (opts.afterSnapshotEvent) await opts.afterSnapshotEvent(sent);
+      };
+      const revision = await streamSnapshot(sql, {
+        begin: async (rev) => {
+          snapshotRevision = rev;
+          slog.info({ from_revision: from, revision: rev, reason }, 'watch: sending snapshot');
+          await send({ snapshot_begin: { revision: formatRevision(rev) } });
+          if (opts.afterSnapshotEvent) await opts.afterSnapshotEvent(0);
+        },
+        entity: async (e: SnapshotEntity) => {
+          if (done) throw new StreamStopped();
+          // Snapshot entities carry the snapshot's revision; the node records it on SnapshotEnd.
+          const m = changeMessage(snapshotRevision, e.kind, e.entityId, e.projectId, 'upsert', e.payload);
+          batch.push(m);
+          batchBytes += m.payload.length;
+          if (batch.length >= opts.batchMaxChanges || batchBytes >= BATCH_MAX_BYTES) await flush();
+        },
+      });
+      await flush();
+      await send({ snapshot_end: { revision: formatRevision(revision) } });
+      slog.info({ revision, entities: sent }, 'watch: snapshot sent');
+      return revision;
+    };
+
     const run = async (): Promise<void> => {
       const [bounds] = await sql<{ head: number; oldest: number | null }[]>`
         SELECT coalesce(max(revision), 0)::bigint AS head, min(revision) AS oldest FROM change_log`;
@@ -180,39 +222,19 @@ export function createWatchHandler(deps: { sql: Sql; feed: ChangeFeed; log: Logg
       const reason = snapshotReason(from, head, bounds!.oldest === null ? null : Number(bounds!.oldest), opts.maxTailChanges);
       let cursor = from;
       if (reason !== null) {
-        let sent = 0;
-        let snapshotRevision = 0;
-        let batch: ChangeMessage[] = [];
-        let batchBytes = 0;
-        const flush = async (): Promise<void> => {
-          if (batch.length === 0) return;
-          const out = batch;
-          batch = [];
-          batchBytes = 0;
-          await send({ changes: { changes: out } });
-          sent += out.length;
-          if (opts.afterSnapshotEvent) await opts.afterSnapshotEvent(sent);
-        };
-        const revision = await streamSnapshot(sql, {
-          begin: async (rev) => {
-            snapshotRevision = rev;
-            slog.info({ from_revision: from, revision: rev, reason }, 'watch: sending snapshot');
-            await send({ snapshot_begin: { revision: formatRevision(rev) } });
-            if (opts.afterSnapshotEvent) await opts.afterSnapshotEvent(0);
-          },
-          entity: async (e: SnapshotEntity) => {
-            if (done) throw new StreamStopped();
-            // Snapshot entities carry the snapshot's revision; the node records it on SnapshotEnd.
-            const m = changeMessage(snapshotRevision, e.kind, e.entityId, e.projectId, 'upsert', e.payload);
-            batch.push(m);
-            batchBytes += m.payload.length;
-            if (batch.length >= opts.batchMaxChanges || batchBytes >= BATCH_MAX_BYTES) await flush();
-          },
-        });
-        await flush();
-        await send({ snapshot_end: { revision: formatRevision(revision) } });
-        slog.info({ revision, entities: sent }, 'watch: snapshot sent');
-        cursor = revision;
+        // Each snapshot holds a pooled connection in a long read transaction: at most
+        // opts.maxConcurrentSnapshots per process, so a fleet restart cannot starve the API.
+        // Waiting nodes get heartbeats, so their idle timeout does not fire.
+        const acquired = snapshots.acquire();
+        while (!(await Promise.race([acquired.then(() => true), sleep(opts.heartbeatIntervalMs).then(() => false)]))) {
+          await send({ heartbeat: { revision: formatRevision(feed.latest()) } });
+        }
+        try {
+          if (done) return;
+          cursor = await sendSnapshot(reason);
+        } finally {
+          snapshots.release();
+        }
       } else {
         slog.info({ from_revision: from, head }, 'watch: resuming tail');
       }
@@ -261,6 +283,24 @@ export function createWatchHandler(deps: { sql: Sql; feed: ChangeFeed; log: Logg
       size: () => live.size,
     },
   };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => { setTimeout(r, ms).unref(); });
+
+/** Counting semaphore (FIFO). */
+class Semaphore {
+  private readonly waiters: (() => void)[] = [];
+  constructor(private free: number) {}
+  /** Resolves when a permit is held; pair every call with {@link release}. */
+  acquire(): Promise<void> {
+    if (this.free > 0) { this.free--; return Promise.resolve(); }
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+  release(): void {
+    const next = this.waiters.shift();
+    if (next) next();
+    else this.free++;
+  }
 }
 
 /** Internal: thrown into the snapshot transaction to abort it when the client went away. */

@@ -195,6 +195,31 @@ test('snapshot entities and tail pages travel in ChangeBatch messages of bounded
   }
 });
 
+test('snapshots beyond the concurrency limit wait their turn, with heartbeats meanwhile', async () => {
+  const fx = await syncFixture();
+  try {
+    await seed(fx);
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => { release = r; });
+    let first = true;
+    await fx.startServer({
+      maxConcurrentSnapshots: 1, heartbeatIntervalMs: 50,
+      afterSnapshotEvent: async (sent) => { if (sent === 0 && first) { first = false; await held; } },
+    });
+    const a = watch(fx, 0);
+    await waitFor('first snapshot begun', () => a.events.some((e) => e.event === 'snapshot_begin'));
+    const b = watch(fx, 0);
+    await waitFor('heartbeats while queued', () => b.events.filter((e) => e.event === 'heartbeat').length >= 2);
+    assert.equal(b.events.some((e) => e.event === 'snapshot_begin'), false, 'second snapshot waits');
+    release();
+    await waitFor('both snapshots complete', () => [a, b].every((w) => w.events.some((e) => e.event === 'snapshot_end')));
+    a.cancel();
+    b.cancel();
+  } finally {
+    await fx.close();
+  }
+});
+
 test('Ingest and ReportUsage check the token and answer UNIMPLEMENTED for now', async () => {
   const fx = await syncFixture();
   try {
