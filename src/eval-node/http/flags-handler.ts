@@ -31,10 +31,9 @@ interface RequestHead {
   contentEncoding: string;
   runtimeHeaders: RuntimeHeaders;
   forwardedFor: string;
-  peer: string;
 }
 
-function readHead(res: HttpResponse, req: HttpRequest): RequestHead {
+function readHead(req: HttpRequest): RequestHead {
   return {
     query: parseFlagsQuery(req.getQuery() ?? ''),
     contentType: req.getHeader('content-type'),
@@ -47,7 +46,6 @@ function readHead(res: HttpResponse, req: HttpRequest): RequestHead {
       secFetchSite: req.getHeader('sec-fetch-site'),
     },
     forwardedFor: req.getHeader('x-forwarded-for'),
-    peer: Buffer.from(res.getRemoteAddressAsText()).toString('latin1'),
   };
 }
 
@@ -58,7 +56,7 @@ export function flagsHandler(ctx: NodeHttpContext, endpoint: 'flags' | 'decide')
     const ex = new Exchange(res, ctx.metrics, endpoint, req.getHeader('origin'));
     let head: RequestHead;
     try {
-      head = readHead(res, req);
+      head = readHead(req);
       const declared = Number(req.getHeader('content-length') || '0');
       if (declared > limit) return ex.sendError(errors.payloadTooLarge(limit), true);
     } catch (e) {
@@ -92,7 +90,7 @@ function handleBody(ctx: NodeHttpContext, ex: Exchange, endpoint: 'flags' | 'dec
   const job: FlagsJob = {
     projectId: project.id,
     request,
-    ip: ctx.geoipEnabled && !switches.geoipDisable ? clientAddress(head.forwardedFor, head.peer) : null,
+    ip: ctx.geoipEnabled && !switches.geoipDisable ? geoAddress(ex, head.forwardedFor) : null,
     shape,
     config,
     disableFlags: switches.disableFlags,
@@ -101,6 +99,19 @@ function handleBody(ctx: NodeHttpContext, ex: Exchange, endpoint: 'flags' | 'dec
   const answer = ctx.evaluator.evaluate(job);
   if (typeof answer === 'string' || answer === null) return deliver(ctx, ex, answer);
   answer.then((a) => deliver(ctx, ex, a), (e: unknown) => fail(ctx, ex, e));
+}
+
+/**
+ * The GeoIP address: the first public X-Forwarded-For entry, else the socket's peer. The peer is
+ * read only when needed (the response is still open here: nothing has been sent yet).
+ */
+function geoAddress(ex: Exchange, forwardedFor: string): string | null {
+  if (forwardedFor !== '') {
+    const fromHeader = clientAddress(forwardedFor, '');
+    if (fromHeader !== null) return fromHeader;
+  }
+  if (ex.aborted) return null;
+  return clientAddress('', Buffer.from(ex.res.getRemoteAddressAsText()).toString('latin1'));
 }
 
 function deliver(ctx: NodeHttpContext, ex: Exchange, answer: JobAnswer): void {

@@ -73,17 +73,38 @@ export interface FlagsQuery {
   onlySurveyFlags: boolean;
 }
 
-/** Parses the raw query string (without `?`). */
+/**
+ * Parses the raw query string (without `?`). A hand loop over `&`-separated pairs: only four keys
+ * matter, and URLSearchParams allocated a map per request on the hot path.
+ */
 export function parseFlagsQuery(raw: string): FlagsQuery {
-  const q = new URLSearchParams(raw);
-  const v = q.get('v') ?? q.get('version');
-  const n = v === null ? NaN : Number.parseInt(v, 10);
-  return {
-    version: Number.isFinite(n) ? n : null,
-    config: truthy(q.get('config')),
-    compression: q.get('compression') ?? '',
-    onlySurveyFlags: truthy(q.get('only_evaluate_survey_feature_flags')),
-  };
+  let v: string | null = null;
+  let version: string | null = null;
+  let config: string | null = null;
+  let compression = '';
+  let survey: string | null = null;
+  if (raw !== '') {
+    for (const pair of raw.split('&')) {
+      const eq = pair.indexOf('=');
+      const name = eq < 0 ? pair : pair.slice(0, eq);
+      const value = eq < 0 ? '' : queryValue(pair.slice(eq + 1));
+      switch (name) {
+        case 'v': v ??= value; break;
+        case 'version': version ??= value; break;
+        case 'config': config ??= value; break;
+        case 'compression': compression ||= value; break;
+        case 'only_evaluate_survey_feature_flags': survey ??= value; break;
+      }
+    }
+  }
+  const raw2 = v ?? version;
+  const n = raw2 === null ? NaN : Number.parseInt(raw2, 10);
+  return { version: Number.isFinite(n) ? n : null, config: truthy(config), compression, onlySurveyFlags: truthy(survey) };
+}
+
+function queryValue(s: string): string {
+  if (!s.includes('%') && !s.includes('+')) return s;
+  try { return decodeURIComponent(s.replace(/\+/g, ' ')); } catch { return s; }
 }
 
 function truthy(v: string | null): boolean {

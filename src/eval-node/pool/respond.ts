@@ -66,9 +66,10 @@ export function serializeResult(result: EvaluationResult, opts: SerializeOptions
  * Fast path for the hot shape (/flags?v=2 without config): JSON.stringify of the nested v2 body
  * was 40 % of a request's evaluator CPU (cpu-prof, 20-flag project). The core shares the `reason`
  * and `metadata` objects of a result across requests (built once per compiled flag and condition;
- * never mutated), so their JSON text is cached by object identity in a WeakMap and each entry is
- * assembled from cached fragments. Entries the core builds per request (failed entries) miss the
- * cache harmlessly. The output is byte-identical to `JSON.stringify(toFlagsV2(...))`, which
+ * frozen), so whole `"key":{entry}` members are cached per flag key and told apart by identity
+ * (see memberJson); on a miss the reason and metadata JSON come from a WeakMap by identity.
+ * Failed entries (built per request) are serialized directly. Measured on the 50-flag workload:
+ * 4.6 µs per body against 57 µs for JSON.stringify(toFlagsV2()) (same run, contended 2 vCPU). The output is byte-identical to `JSON.stringify(toFlagsV2(...))`, which
  * test/eval-node/http/respond.test.ts pins.
  */
 const objectJson = new WeakMap<object, string>();
@@ -95,17 +96,49 @@ function cachedString(v: string): string {
   return s;
 }
 
-function entryJson(r: FlagResult): string {
-  if (r.failed) return JSON.stringify(r);
-  return `{"key":${cachedString(r.key)},"enabled":${r.enabled},"variant":${r.variant === null ? 'null' : cachedString(r.variant)},"reason":${cachedObject(r.reason)},"metadata":${cachedObject(r.metadata)}}`;
+/** A serialized `"key":{entry}` member; valid for results with these exact fields (reason and metadata by identity). */
+interface CachedMember {
+  reason: object;
+  metadata: object;
+  enabled: boolean;
+  variant: string | null;
+  json: string;
+}
+
+/**
+ * Whole `"key":{…}` members cached per flag key: the core shares a result's `reason` and
+ * `metadata` objects (one per condition, one per flag and payload key), so a flag has only a
+ * handful of distinct members, told apart by identity and (enabled, variant). A hit is one Map
+ * lookup and a short scan, and the 50-flag body is then built by concatenation only. Entries of
+ * superseded compilations age out (oldest first) once a key holds MEMBERS_PER_KEY.
+ */
+const memberCache = new Map<string, CachedMember[]>();
+const MEMBERS_PER_KEY = 16;
+
+function memberJson(key: string, r: FlagResult): string {
+  if (r.failed) return `${JSON.stringify(key)}:${JSON.stringify(r)}`;
+  let list = memberCache.get(key);
+  if (list === undefined) {
+    if (memberCache.size >= STRING_JSON_CAP) memberCache.clear();
+    list = [];
+    memberCache.set(key, list);
+  }
+  for (let i = 0; i < list.length; i++) {
+    const c = list[i]!;
+    if (c.reason === r.reason && c.metadata === r.metadata && c.enabled === r.enabled && c.variant === r.variant) return c.json;
+  }
+  const json = `${cachedString(key)}:{"key":${cachedString(r.key)},"enabled":${r.enabled},"variant":${r.variant === null ? 'null' : cachedString(r.variant)},"reason":${cachedObject(r.reason)},"metadata":${cachedObject(r.metadata)}}`;
+  if (list.length >= MEMBERS_PER_KEY) list.shift();
+  list.push({ reason: r.reason, metadata: r.metadata, enabled: r.enabled, variant: r.variant, json });
+  return json;
 }
 
 /** `JSON.stringify(toFlagsV2(result, {requestId, evaluatedAt}))`, from cached fragments. */
 export function flagsV2Json(result: EvaluationResult, requestId: string, evaluatedAt: number): string {
   let flags = '';
   for (const key in result.flags) {
-    const r = result.flags[key]!;
-    flags += (flags === '' ? '' : ',') + cachedString(key) + ':' + entryJson(r);
+    const m = memberJson(key, result.flags[key]!);
+    flags = flags === '' ? m : flags + ',' + m;
   }
   return `{"errorsWhileComputingFlags":${result.errorsWhileComputingFlags},"flags":{${flags}},"requestId":${JSON.stringify(requestId)},"evaluatedAt":${evaluatedAt}}`;
 }
