@@ -15,6 +15,17 @@
  * | byToken    | [g, api_token]          | project id                             |
  * | byKeyHash  | [g, secure_value]       | personal API key id                    |
  * | defsRev    | [g, projectId]          | last revision that changed the project's flags, cohorts or group types |
+ * | byDistinctId | [g, projectId, distinctId] | person id (uuid)                   |
+ * | overridesByPerson | [g, projectId, personId] | flag key (dupSort)              |
+ *
+ * `owner` and `byProject` cover only the definition kinds (flags, cohorts, group types), the
+ * ones `definitions()` enumerates per project; persons, groups and overrides are reached
+ * through their own keys and indexes.
+ *
+ * `touched` (what `onApplied` reports): projects whose definitions or project record changed,
+ * and null for cluster-wide entities (organizations, personal API keys). Person, group and
+ * hash-key-override changes touch nothing: they arrive with capture, far more often than
+ * definitions change, and must not drop compiled-definition caches.
  *
  * Deleted flags and cohorts: an upsert whose payload has `deleted: true` removes the entity,
  * matching the snapshot, which omits them (control-plane/grpc/snapshot.ts).
@@ -23,6 +34,8 @@ import type { Database } from 'lmdb';
 
 /** Kinds whose changes invalidate a project's compiled definitions. */
 export const DEFINITION_KINDS: ReadonlySet<string> = new Set(['feature_flag', 'cohort', 'group_type_mapping']);
+/** Capture-owned kinds: stored properties and overrides, never part of compiled definitions. */
+export const CAPTURE_KINDS: ReadonlySet<string> = new Set(['person', 'group', 'hash_key_override']);
 /** Kinds removed when upserted with `deleted: true`. */
 const SOFT_DELETED_KINDS: ReadonlySet<string> = new Set(['feature_flag', 'cohort']);
 
@@ -47,6 +60,8 @@ export interface StoreDbs {
   byToken: Database<number, GenKey>;
   byKeyHash: Database<string, GenKey>;
   defsRev: Database<number, GenKey>;
+  byDistinctId: Database<string, GenKey>;
+  overridesByPerson: Database<string, GenKey>;
 }
 
 function isDeletedPayload(kind: string, payload: unknown): boolean {
@@ -54,7 +69,7 @@ function isDeletedPayload(kind: string, payload: unknown): boolean {
 }
 
 /** Removes the secondary-index entries of an entity's previous state. */
-function unindex(dbs: StoreDbs, gen: number, kind: string, old: unknown): void {
+function unindex(dbs: StoreDbs, gen: number, kind: string, entityId: string, old: unknown): void {
   if (old === undefined || old === null || typeof old !== 'object') return;
   if (kind === 'project') {
     const token = (old as { api_token?: unknown }).api_token;
@@ -62,6 +77,16 @@ function unindex(dbs: StoreDbs, gen: number, kind: string, old: unknown): void {
   } else if (kind === 'personal_api_key') {
     const hash = (old as { secure_value?: unknown }).secure_value;
     if (typeof hash === 'string') dbs.byKeyHash.removeSync([gen, hash]);
+  } else if (kind === 'person') {
+    const { project_id: pid, distinct_ids: ids } = old as { project_id?: unknown; distinct_ids?: unknown };
+    if (typeof pid !== 'number' || !Array.isArray(ids)) return;
+    for (const d of ids) {
+      // A merge may already have moved this distinct id to the surviving person in this batch.
+      if (typeof d === 'string' && dbs.byDistinctId.get([gen, pid, d]) === entityId) dbs.byDistinctId.removeSync([gen, pid, d]);
+    }
+  } else if (kind === 'hash_key_override') {
+    const { project_id: pid, person_id: person, feature_flag_key: key } = old as { project_id?: unknown; person_id?: unknown; feature_flag_key?: unknown };
+    if (typeof pid === 'number' && typeof person === 'string' && typeof key === 'string') dbs.overridesByPerson.removeSync([gen, pid, person], key);
   }
 }
 
@@ -74,38 +99,51 @@ function index(dbs: StoreDbs, gen: number, kind: string, entityId: string, entit
   } else if (kind === 'personal_api_key') {
     const hash = (entity as { secure_value?: unknown }).secure_value;
     if (typeof hash === 'string') dbs.byKeyHash.putSync([gen, hash], entityId);
+  } else if (kind === 'person') {
+    const { project_id: pid, distinct_ids: ids } = entity as { project_id?: unknown; distinct_ids?: unknown };
+    if (typeof pid !== 'number' || !Array.isArray(ids)) return;
+    for (const d of ids) if (typeof d === 'string') dbs.byDistinctId.putSync([gen, pid, d], entityId);
+  } else if (kind === 'hash_key_override') {
+    const { project_id: pid, person_id: person, feature_flag_key: key } = entity as { project_id?: unknown; person_id?: unknown; feature_flag_key?: unknown };
+    if (typeof pid === 'number' && typeof person === 'string' && typeof key === 'string') dbs.overridesByPerson.putSync([gen, pid, person], key);
   }
 }
 
 /**
- * Applies `change` to generation `gen` at `revision`, adding every project id it touches
- * (null for cluster-wide entities) to `touched`. Must run inside a write transaction.
+ * Applies `change` to generation `gen` at `revision`, adding the project ids it touches (see
+ * the module doc) to `touched`. Must run inside a write transaction.
  */
 export function applyChange(dbs: StoreDbs, gen: number, change: StoreChange, revision: number, touched: Set<number | null>): void {
   const { kind, entityId } = change;
   const key: GenKey = [gen, kind, entityId];
   const remove = change.op === 'delete' || isDeletedPayload(kind, change.payload);
-  const oldOwner = dbs.owner.get(key);
-  const newOwner = remove ? undefined : change.projectId ?? undefined;
 
-  unindex(dbs, gen, kind, dbs.entities.get(key));
-  if (oldOwner !== undefined && oldOwner !== newOwner) {
-    dbs.byProject.removeSync([gen, oldOwner, kind], entityId);
-    dbs.owner.removeSync(key);
-    touched.add(oldOwner);
-    if (DEFINITION_KINDS.has(kind)) dbs.defsRev.putSync([gen, oldOwner], revision);
-  }
-  if (remove) {
-    dbs.entities.removeSync(key);
-  } else {
+  unindex(dbs, gen, kind, entityId, dbs.entities.get(key));
+  if (remove) dbs.entities.removeSync(key);
+  else {
     dbs.entities.putSync(key, change.payload);
     index(dbs, gen, kind, entityId, change.payload);
+  }
+
+  if (DEFINITION_KINDS.has(kind)) {
+    const oldOwner = dbs.owner.get(key);
+    const newOwner = remove ? undefined : change.projectId ?? undefined;
+    if (oldOwner !== undefined && oldOwner !== newOwner) {
+      dbs.byProject.removeSync([gen, oldOwner, kind], entityId);
+      dbs.owner.removeSync(key);
+      dbs.defsRev.putSync([gen, oldOwner], revision);
+      touched.add(oldOwner);
+    }
     if (newOwner !== undefined && oldOwner !== newOwner) {
       dbs.byProject.putSync([gen, newOwner, kind], entityId);
       dbs.owner.putSync(key, newOwner);
     }
+    const project = newOwner ?? oldOwner ?? change.projectId;
+    if (project !== undefined && project !== null) {
+      dbs.defsRev.putSync([gen, project], revision);
+      touched.add(project);
+    }
+  } else if (!CAPTURE_KINDS.has(kind)) {
+    touched.add(change.projectId);
   }
-  const project = newOwner ?? oldOwner ?? change.projectId;
-  touched.add(project ?? null);
-  if (project !== undefined && project !== null && DEFINITION_KINDS.has(kind)) dbs.defsRev.putSync([gen, project], revision);
 }

@@ -44,6 +44,16 @@ export interface ProjectDefinitions {
   groupTypeMapping: Record<string, string>;
 }
 
+/**
+ * A captured person as the node keeps it (change-log `person` entity, written by ingestion):
+ * entity id = `id` (uuid); a person merged away arrives as a delete.
+ */
+export interface NodePerson { id: string; project_id: number; distinct_ids: string[]; properties: Record<string, unknown> }
+/** A group's stored properties (change-log `group` entity, id `<project>:<index>:<key>`). */
+export interface NodeGroup { project_id: number; group_type_index: number; group_key: string; properties: Record<string, unknown> }
+/** One hash-key override (change-log `hash_key_override` entity, id `<project>:<person>:<flag key>`). */
+export interface NodeHashKeyOverride { project_id: number; person_id: string; feature_flag_key: string; hash_key: string }
+
 /** Read API of the node's state (the HTTP layer and workers use only this). */
 export interface NodeStore {
   /** Last applied change-log revision (0 = nothing yet). */
@@ -63,6 +73,12 @@ export interface NodeStore {
   definitions(projectId: number): ProjectDefinitions;
   /** Personal API key by its stored hash (`sha256$<hex>`). */
   personalApiKeyByHash(secureValue: string): PersonalApiKeyEntity | undefined;
+  /** The person one of whose distinct ids is `distinctId` (stored properties), if captured. */
+  personByDistinctId(projectId: number, distinctId: string): NodePerson | undefined;
+  /** A group's stored properties. */
+  group(projectId: number, groupTypeIndex: number, groupKey: string): NodeGroup | undefined;
+  /** Experience-continuity hash-key overrides of a person (by person id): flag key → hash key. */
+  hashKeyOverrides(projectId: number, personId: string): Record<string, string>;
   /**
    * Subscribes to committed writes of THIS store instance: `projectIds` are the projects the
    * batch touched (null = a cluster-wide entity: organization or personal API key); after a
@@ -143,6 +159,8 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean } = {}): 
     byToken: db('by_token'),
     byKeyHash: db('by_key_hash'),
     defsRev: db('defs_rev'),
+    byDistinctId: db('by_distinct_id'),
+    overridesByPerson: db('overrides_by_person', { dupSort: true }),
   };
   const all: Database<unknown, GenKey>[] = Object.values(dbs) as Database<unknown, GenKey>[];
 
@@ -265,6 +283,24 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean } = {}): 
         const id = dbs.byKeyHash.get([st.gen, secureValue]);
         return id === undefined ? undefined : dbs.entities.get([st.gen, 'personal_api_key', id]) as PersonalApiKeyEntity | undefined;
       });
+    },
+
+    personByDistinctId(projectId, distinctId) {
+      const g = state().gen;
+      const id = dbs.byDistinctId.get([g, projectId, distinctId]);
+      return id === undefined ? undefined : dbs.entities.get([g, 'person', id]) as NodePerson | undefined;
+    },
+    group(projectId, groupTypeIndex, groupKey) {
+      return dbs.entities.get([state().gen, 'group', `${projectId}:${groupTypeIndex}:${groupKey}`]) as NodeGroup | undefined;
+    },
+    hashKeyOverrides(projectId, personId) {
+      const g = state().gen;
+      const out: Record<string, string> = {};
+      for (const flagKey of dbs.overridesByPerson.getValues([g, projectId, personId])) {
+        const o = dbs.entities.get([g, 'hash_key_override', `${projectId}:${personId}:${flagKey}`]) as NodeHashKeyOverride | undefined;
+        if (o) out[flagKey] = o.hash_key;
+      }
+      return out;
     },
 
     definitions(projectId) {

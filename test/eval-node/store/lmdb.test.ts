@@ -116,6 +116,47 @@ const tail: { name: string; changes: StoreChange[]; check: (s: WritableNodeStore
   },
 ];
 
+const person = (id: string, ids: string[], props: Record<string, unknown> = {}) => up('person', id, 1, { id, project_id: 1, distinct_ids: ids, properties: props });
+const override = (personId: string, key: string, hash: string) =>
+  up('hash_key_override', `1:${personId}:${key}`, 1, { project_id: 1, person_id: personId, feature_flag_key: key, hash_key: hash });
+
+tail.push(
+  {
+    name: 'a person is found by each distinct id; capture changes touch no project',
+    changes: [person('pa', ['a1', 'a2'], { plan: 'pro' })],
+    check: (s) => {
+      assert.equal(s.personByDistinctId(1, 'a2')?.properties.plan, 'pro');
+      assert.equal(s.personByDistinctId(2, 'a2'), undefined, 'project-scoped');
+      assert.equal(s.definitions(1).revision, 9, 'definitions untouched');
+    },
+    touched: [],
+  },
+  {
+    name: 'a merge moves distinct ids to the surviving person even when the delete comes last',
+    changes: [person('pa', ['a1']), person('pb', ['b1']), person('pa', ['a1', 'b1']), del('person', 'pb', 1)],
+    check: (s) => { assert.equal(s.personByDistinctId(1, 'b1')?.id, 'pa'); assert.equal(s.personByDistinctId(1, 'a1')?.id, 'pa'); },
+    touched: [],
+  },
+  {
+    name: 'a distinct id dropped from a person no longer resolves',
+    changes: [person('pa', ['a1', 'a2']), person('pa', ['a1'])],
+    check: (s) => { assert.equal(s.personByDistinctId(1, 'a2'), undefined); assert.equal(s.personByDistinctId(1, 'a1')?.id, 'pa'); },
+    touched: [],
+  },
+  {
+    name: 'groups by type index and key',
+    changes: [up('group', '1:0:acme', 1, { project_id: 1, group_type_index: 0, group_key: 'acme', properties: { size: 5 } })],
+    check: (s) => { assert.deepEqual(s.group(1, 0, 'acme')?.properties, { size: 5 }); assert.equal(s.group(1, 1, 'acme'), undefined); },
+    touched: [],
+  },
+  {
+    name: 'hash-key overrides per person; a delete removes one',
+    changes: [override('pa', 'f1', 'h1'), override('pa', 'f2', 'h2'), override('pa', 'f1', 'h1b'), del('hash_key_override', '1:pa:f2', 1)],
+    check: (s) => { assert.deepEqual(s.hashKeyOverrides(1, 'pa'), { f1: 'h1b' }); assert.deepEqual(s.hashKeyOverrides(1, 'pb'), {}); },
+    touched: [],
+  },
+);
+
 for (const c of tail) {
   test(`applyBatch: ${c.name}`, async () => {
     await withStore(async (s) => {
