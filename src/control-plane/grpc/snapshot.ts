@@ -75,3 +75,21 @@ export async function streamSnapshot(sql: Sql, sink: SnapshotSink): Promise<numb
     return revision;
   }) as Promise<number>;
 }
+
+/** Tables whose rows become snapshot entities (those that do not exist yet are ignored). */
+export const SNAPSHOT_TABLES: readonly string[] = [
+  'organizations', 'projects', 'group_type_mappings', 'cohorts', 'feature_flags', 'personal_api_keys',
+  'persons', 'groups', 'feature_flag_hash_key_overrides',
+];
+
+/**
+ * Approximate number of entities a snapshot would send: the planner's `reltuples` of
+ * {@link SNAPSHOT_TABLES} (a catalog read, no table scan; 0 for tables never analysed).
+ */
+export async function estimateSnapshotRows(sql: Sql): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`
+    SELECT coalesce(sum(greatest(c.reltuples, 0)), 0)::float8 AS n
+    FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
+    WHERE c.relkind = 'r' AND ns.nspname = current_schema() AND c.relname = ANY(${SNAPSHOT_TABLES as string[]})`;
+  return Number(row?.n ?? 0);
+}

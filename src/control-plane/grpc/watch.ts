@@ -14,9 +14,14 @@
  * - `from_revision` is above the log head (the node followed another database);
  * - the log no longer holds every revision after `from_revision` (a retention job deleted a
  *   prefix: min(revision) > from + 1);
- * - the node is more than `maxTailChanges` (default {@link MAX_TAIL_CHANGES}) revisions
- *   behind: past that, one consistent snapshot is cheaper than replaying every intermediate
- *   state, and the node's staged swap means it serves the old state meanwhile.
+ * - the node is more than `max(maxTailChanges, tailPerSnapshotRow × estimated snapshot rows)`
+ *   revisions behind (defaults {@link MAX_TAIL_CHANGES}, {@link TAIL_PER_SNAPSHOT_ROW}; the row
+ *   estimate is Postgres' `reltuples` of the snapshot tables, see snapshot.ts). Replaying a
+ *   change costs about what applying one snapshot entity costs, so a node replays the tail
+ *   while that is shorter than the snapshot — with persons in the log, a node down a few minutes
+ *   during heavy capture must not re-download every person —
+ *   and past that one consistent snapshot is cheaper than replaying every intermediate state
+ *   (the node's staged swap means it serves its old state meanwhile).
  *
  * Changes go out in ChangeBatch messages of up to {@link BATCH_MAX_CHANGES} changes /
  * {@link BATCH_MAX_BYTES} (a lone tail change as a plain Change): per-message cost dominates
@@ -33,10 +38,12 @@ import { encodePayload } from '../../grpc/payload.js';
 import { formatRevision, parseRevision, type ChangeMessage, type WatchEventOut, type WatchRequest } from '../../grpc/messages.js';
 import { hasClusterToken, unauthenticated } from './auth.js';
 import type { ChangeFeed } from './change-feed.js';
-import { streamSnapshot, type SnapshotEntity } from './snapshot.js';
+import { estimateSnapshotRows, streamSnapshot, type SnapshotEntity } from './snapshot.js';
 
 /** A node further behind than this many revisions gets a snapshot instead of the tail. */
 export const MAX_TAIL_CHANGES = 10_000;
+/** Tail replay allowed per estimated snapshot row (1: replay while no longer than the snapshot). */
+export const TAIL_PER_SNAPSHOT_ROW = 1;
 /** Changes read from the log per query while tailing. */
 export const TAIL_PAGE_SIZE = 1_000;
 /** Most changes per ChangeBatch message. */
@@ -55,6 +62,8 @@ export type SnapshotReason = 'new_node' | 'ahead_of_log' | 'log_pruned' | 'too_f
 export interface WatchOptions {
   /** Snapshot threshold in revisions (default {@link MAX_TAIL_CHANGES}). */
   maxTailChanges: number;
+  /** Size-aware threshold factor (default {@link TAIL_PER_SNAPSHOT_ROW}; 0 = fixed threshold). */
+  tailPerSnapshotRow: number;
   /** Heartbeat period in ms (default {@link HEARTBEAT_INTERVAL_MS}). */
   heartbeatIntervalMs: number;
   /** Most changes per ChangeBatch (default {@link BATCH_MAX_CHANGES}). */
@@ -123,7 +132,7 @@ function tailMessage(r: ChangeRow): ChangeMessage {
 export function createWatchHandler(deps: { sql: Sql; feed: ChangeFeed; log: Logger; clusterToken: string; options?: Partial<WatchOptions> }):
   { handler: grpc.handleServerStreamingCall<WatchRequest, WatchEventOut>; registry: WatchRegistry } {
   const { sql, feed, log, clusterToken } = deps;
-  const opts: WatchOptions = { maxTailChanges: MAX_TAIL_CHANGES, heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS, batchMaxChanges: BATCH_MAX_CHANGES, maxConcurrentSnapshots: MAX_CONCURRENT_SNAPSHOTS, ...deps.options };
+  const opts: WatchOptions = { maxTailChanges: MAX_TAIL_CHANGES, tailPerSnapshotRow: TAIL_PER_SNAPSHOT_ROW, heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS, batchMaxChanges: BATCH_MAX_CHANGES, maxConcurrentSnapshots: MAX_CONCURRENT_SNAPSHOTS, ...deps.options };
   const live = new Set<{ stop(status: Partial<grpc.StatusObject> | null): void }>();
   const snapshots = new Semaphore(opts.maxConcurrentSnapshots);
 
@@ -219,7 +228,12 @@ export function createWatchHandler(deps: { sql: Sql; feed: ChangeFeed; log: Logg
       const [bounds] = await sql<{ head: number; oldest: number | null }[]>`
         SELECT coalesce(max(revision), 0)::bigint AS head, min(revision) AS oldest FROM change_log`;
       const head = Number(bounds!.head);
-      const reason = snapshotReason(from, head, bounds!.oldest === null ? null : Number(bounds!.oldest), opts.maxTailChanges);
+      const oldest = bounds!.oldest === null ? null : Number(bounds!.oldest);
+      let threshold = opts.maxTailChanges;
+      if (head - from > threshold && opts.tailPerSnapshotRow > 0) {
+        threshold = Math.max(threshold, Math.floor(opts.tailPerSnapshotRow * await estimateSnapshotRows(sql)));
+      }
+      const reason = snapshotReason(from, head, oldest, threshold);
       let cursor = from;
       if (reason !== null) {
         // Each snapshot holds a pooled connection in a long read transaction: at most

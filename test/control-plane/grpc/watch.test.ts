@@ -156,7 +156,7 @@ test('a node ahead of the log, too far behind, or behind a pruned prefix gets a 
   try {
     await seed(fx);
     const head = await currentRevision(fx.db.sql);
-    await fx.startServer({ maxTailChanges: 2 });
+    await fx.startServer({ maxTailChanges: 2, tailPerSnapshotRow: 0 });
     const starts = async (from: number): Promise<string> => {
       const w = watch(fx, from);
       await waitFor(`first event from ${from}`, () => w.events.length > 0);
@@ -169,6 +169,23 @@ test('a node ahead of the log, too far behind, or behind a pruned prefix gets a 
     await fx.db.sql`DELETE FROM change_log WHERE revision <= ${head - 1}`;
     assert.equal(await starts(head - 2), 'snapshot_begin', 'pruned');
     assert.match(await starts(head - 1), /^changes?$/, 'pruned exactly up to the node: tail');
+  } finally {
+    await fx.close();
+  }
+});
+
+test('past the fixed threshold a node still replays the tail while it is shorter than the snapshot', async () => {
+  const fx = await syncFixture();
+  try {
+    const { p1 } = await seed(fx);
+    for (let i = 0; i < 40; i++) await seedFlag(fx.db.sql, p1, `bulk-${i}`);
+    await fx.db.sql`ANALYZE`;
+    const head = await currentRevision(fx.db.sql);
+    await fx.startServer({ maxTailChanges: 2 });
+    const w = watch(fx, head - 10);
+    await waitFor('first event', () => w.events.length > 0);
+    w.cancel();
+    assert.match(w.events[0]!.event, /^changes?$/, '10 behind, ~45 rows to snapshot: tail');
   } finally {
     await fx.close();
   }

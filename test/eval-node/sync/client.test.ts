@@ -159,7 +159,7 @@ test('a snapshot interrupted midway leaves the previous complete state in place'
   try {
     const w = await seedWorld(fx);
     // Threshold 3: a node more than 3 revisions behind gets a snapshot.
-    await fx.startServer({ maxTailChanges: 3 });
+    await fx.startServer({ maxTailChanges: 3, tailPerSnapshotRow: 0 });
     let node = await fx.startNode();
     const before = await waitForHead(fx.db, node.store);
     const beforeFlags = node.store.definitions(w.p1.id).flags;
@@ -172,7 +172,7 @@ test('a snapshot interrupted midway leaves the previous complete state in place'
     // The server stalls after sending SnapshotBegin and 4 entities (two batches), then is killed.
     let release: () => void = () => {};
     const stalled = new Promise<void>((r) => { release = r; });
-    await fx.startServer({ maxTailChanges: 3, batchMaxChanges: 2, afterSnapshotEvent: (sent) => (sent === 4 ? stalled : Promise.resolve()) });
+    await fx.startServer({ maxTailChanges: 3, tailPerSnapshotRow: 0, batchMaxChanges: 2, afterSnapshotEvent: (sent) => (sent === 4 ? stalled : Promise.resolve()) });
     node = await fx.startNode();
     await waitFor('4 entities staged', () => node.sync.state().snapshotting && node.sync.state().snapshotStaged >= 4);
     assert.equal(node.store.revision(), before, 'staged entities are invisible');
@@ -189,7 +189,7 @@ test('a snapshot interrupted midway leaves the previous complete state in place'
     assert.equal(reopened.revision(), before);
     assert.deepEqual(reopened.definitions(w.p1.id).flags, beforeFlags);
     await reopened.close();
-    await fx.startServer({ maxTailChanges: 3 });
+    await fx.startServer({ maxTailChanges: 3, tailPerSnapshotRow: 0 });
     node = await fx.startNode();
     await waitForHead(fx.db, node.store);
     await assertStoreMatchesTables(fx.db, node.store);
