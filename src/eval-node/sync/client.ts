@@ -10,7 +10,7 @@
  *   revision of the last one); changes at or below the store's revision are skipped;
  * - Heartbeat → the control plane's head, for the lag metric.
  * Events are applied strictly in order by one drain loop; when the queue passes
- * {@link QUEUE_HIGH_WATER} the stream is paused (HTTP/2 flow control pushes back to the server).
+ * {@link QUEUE_HIGH_WATER} changes the stream is paused (HTTP/2 flow control pushes back to the server).
  *
  * When the stream ends (error, server gone, {@link WATCH_IDLE_TIMEOUT_MS} without any event)
  * the client drains what it received, then reconnects after `backoffDelayMs(attempt)`
@@ -28,8 +28,8 @@ import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.j
 
 /** A stream with no event for this long is abandoned and reopened, in ms (server heartbeats every 10 s). */
 export const WATCH_IDLE_TIMEOUT_MS = 35_000;
-/** Queued events above which the stream is paused until the applier catches up. */
-export const QUEUE_HIGH_WATER = 10_000;
+/** Queued changes above which the stream is paused until the applier catches up (resumed at half). */
+export const QUEUE_HIGH_WATER = 20_000;
 /** Most changes written in one LMDB transaction. */
 export const MAX_BATCH_CHANGES = 5_000;
 /** Largest Watch message accepted, in bytes (grpc-js default is 4 MiB). */
@@ -139,6 +139,8 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
     current = call;
     st.streamsOpened++;
     const queue: WatchEvent[] = [];
+    /** Changes (not events: a ChangeBatch holds many) waiting in `queue`. */
+    let queuedChanges = 0;
     let delivered = false;
     let draining: Promise<void> | null = null;
     let paused = false;
@@ -160,6 +162,7 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
         else if (ev.event === 'changes') { for (const c of ev.changes.changes) out.push(c); }
         else break;
         queue.shift();
+        queuedChanges -= ev.event === 'change' ? 1 : ev.changes.changes.length;
       }
       return out;
     };
@@ -220,7 +223,7 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
           default:
             queue.shift();
         }
-        if (paused && queue.length < QUEUE_HIGH_WATER / 2 && !ended) { paused = false; call.resume(); }
+        if (paused && queuedChanges < QUEUE_HIGH_WATER / 2 && !ended) { paused = false; call.resume(); }
       }
     };
     const schedule = (): void => {
@@ -228,6 +231,7 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
       draining = drain().catch((err: unknown) => {
         log.error({ err }, 'applying watch events failed; reconnecting');
         queue.length = 0;
+        queuedChanges = 0;
         call.cancel();
       }).finally(() => {
         draining = null;
@@ -256,7 +260,8 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
       if (!delivered) { delivered = true; st.connected = true; st.lastError = null; }
       armIdle();
       queue.push(ev);
-      if (!paused && queue.length >= QUEUE_HIGH_WATER) { paused = true; call.pause(); }
+      queuedChanges += ev.event === 'change' ? 1 : ev.event === 'changes' ? ev.changes.changes.length : 0;
+      if (!paused && queuedChanges >= QUEUE_HIGH_WATER) { paused = true; call.pause(); }
       schedule();
     });
     call.on('error', (err: grpc.ServiceError) => {
