@@ -93,6 +93,7 @@ function handleBody(ctx: NodeHttpContext, ex: Exchange, endpoint: 'flags' | 'dec
     ip: ctx.geoipEnabled && !switches.geoipDisable ? geoAddress(ex, head.forwardedFor) : null,
     shape,
     config,
+    onlyOverrideProperties: head.query.onlyOverrideProperties,
     disableFlags: switches.disableFlags,
     requestId,
   };

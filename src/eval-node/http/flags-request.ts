@@ -71,6 +71,8 @@ export interface FlagsQuery {
   config: boolean;
   compression: string;
   onlySurveyFlags: boolean;
+  /** `only_use_override_person_properties`: evaluate with request properties only. */
+  onlyOverrideProperties: boolean;
 }
 
 /**
@@ -83,6 +85,7 @@ export function parseFlagsQuery(raw: string): FlagsQuery {
   let config: string | null = null;
   let compression = '';
   let survey: string | null = null;
+  let overrideOnly: string | null = null;
   if (raw !== '') {
     for (const pair of raw.split('&')) {
       const eq = pair.indexOf('=');
@@ -94,12 +97,13 @@ export function parseFlagsQuery(raw: string): FlagsQuery {
         case 'config': config ??= value; break;
         case 'compression': compression ||= value; break;
         case 'only_evaluate_survey_feature_flags': survey ??= value; break;
+        case 'only_use_override_person_properties': overrideOnly ??= value; break;
       }
     }
   }
   const raw2 = v ?? version;
   const n = raw2 === null ? NaN : Number.parseInt(raw2, 10);
-  return { version: Number.isFinite(n) ? n : null, config: truthy(config), compression, onlySurveyFlags: truthy(survey) };
+  return { version: Number.isFinite(n) ? n : null, config: truthy(config), compression, onlySurveyFlags: truthy(survey), onlyOverrideProperties: truthy(overrideOnly) };
 }
 
 function queryValue(s: string): string {

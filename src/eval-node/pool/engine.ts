@@ -12,7 +12,7 @@
  */
 import {
   compileProject, evaluateFlags,
-  type CohortDefinition, type CompiledProject, type FlagDefinition, type ProjectDefinitions as CoreDefinitions,
+  type CohortDefinition, type CompiledProject, type FlagDefinition, type ProjectDefinitions as CoreDefinitions, type StoredContext,
 } from '../../evaluation/index.js';
 import type { NodeStore, ProjectDefinitions } from '../store/lmdb.js';
 import { fillGeoip, type Geoip } from '../geoip/index.js';
@@ -20,12 +20,16 @@ import type { FlagsJob, JobAnswer } from './job.js';
 import { EMPTY_RESULT, serializeResult } from './respond.js';
 
 /** The part of the node store the engine reads. */
-export type EngineStore = Pick<NodeStore, 'definitions' | 'project'>;
+export type EngineStore = Pick<NodeStore, 'definitions' | 'project' | 'personByDistinctId' | 'group' | 'hashKeyOverrides'>;
 
 interface Entry {
   revision: number;
   compiled: CompiledProject;
   hasFeatureFlags: boolean;
+  /** Some live flag has experience continuity: hash-key overrides are worth reading. */
+  hasContinuity: boolean;
+  /** Group type name → index (the store keys groups by index). */
+  groupTypeIndex: Map<string, number>;
 }
 
 /** Store definitions → the core's feed shape (cohorts keyed by id, `{properties, is_static}`). */
@@ -69,6 +73,8 @@ export class FlagsEngine {
         revision: defs.revision,
         compiled: compileProject(toCoreDefinitions(defs), { timezone }),
         hasFeatureFlags: defs.flags.some((f) => f.active && !f.deleted),
+        hasContinuity: defs.flags.some((f) => f.active && !f.deleted && f.ensure_experience_continuity),
+        groupTypeIndex: new Map(Object.entries(defs.groupTypeMapping).map(([i, name]) => [name, Number(i)])),
       };
       this.cache.set(projectId, e);
     }
@@ -93,7 +99,7 @@ export class FlagsEngine {
         // filter: runtime, evaluation environments, flag_keys and survey-only selection are
         // request fields the core applies before matching (spec §4.4 rules 2–5).
         const req = this.properties(job);
-        result = evaluateFlags(e.compiled, req, NO_STORED, nowMs);
+        result = evaluateFlags(e.compiled, req, this.stored(e, job), nowMs);
       }
       return serializeResult(result, {
         shape: job.shape, config: job.config, requestId: job.requestId, evaluatedAt: nowMs, hasFeatureFlags: e.hasFeatureFlags,
@@ -104,9 +110,36 @@ export class FlagsEngine {
   }
 
   /**
-   * properties stage: the request's properties win over stored ones (spec §4.4 rule 1; the node
-   * stores no persons yet, so there are none), and GeoIP fills only keys the request did not
-   * supply (rule 6).
+   * properties stage, stored half (spec §4.4 rule 1; research §3.1): the person's stored properties
+   * (persons captured through ingestion, looked up by distinct id) unless the request asked for
+   * `only_use_override_person_properties`; the stored properties of the request's groups; and the
+   * person's hash-key overrides when some flag has experience continuity. The core lets request
+   * properties override all of them. Static-cohort membership is not on nodes yet.
+   */
+  private stored(e: Entry, job: FlagsJob): StoredContext {
+    const req = job.request;
+    const person = job.onlyOverrideProperties ? undefined : this.store.personByDistinctId(job.projectId, req.distinct_id);
+    let groupProperties: Record<string, Record<string, unknown>> | null = null;
+    if (req.groups) {
+      for (const type in req.groups) {
+        const index = e.groupTypeIndex.get(type);
+        const key = req.groups[type];
+        if (index === undefined || (typeof key !== 'string' && typeof key !== 'number')) continue;
+        const g = this.store.group(job.projectId, index, String(key));
+        if (g !== undefined) (groupProperties ??= {})[type] = g.properties;
+      }
+    }
+    if (person === undefined && groupProperties === null) return NO_STORED;
+    return {
+      person_properties: person?.properties ?? null,
+      group_properties: groupProperties,
+      hash_key_overrides: person !== undefined && e.hasContinuity ? this.store.hashKeyOverrides(job.projectId, person.id) : null,
+    };
+  }
+
+  /**
+   * properties stage, request half: GeoIP fills only person-property keys the request did not
+   * supply (spec §4.4 rule 6).
    */
   private properties(job: FlagsJob): FlagsJob['request'] {
     if (job.ip === null) return job.request;
@@ -116,5 +149,5 @@ export class FlagsEngine {
   }
 }
 
-/** Stored context of every request until persons and groups reach the node (capture work). */
-const NO_STORED = Object.freeze({});
+/** Stored context of a request whose person and groups the node does not hold. */
+const NO_STORED: StoredContext = Object.freeze({});

@@ -23,6 +23,8 @@ export interface FlagsJob {
   shape: ResponseShape;
   /** `config=true` (and every /decide): add the remote-config fields. */
   config: boolean;
+  /** Query `only_use_override_person_properties=true`: ignore the person's stored properties (research §3.1). */
+  onlyOverrideProperties: boolean;
   /** Body `disable_flags: true`: answer `flags: {}` without evaluating (config still returned). */
   disableFlags: boolean;
   requestId: string;

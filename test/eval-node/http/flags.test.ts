@@ -43,6 +43,23 @@ test('rule 1: request person properties decide property filters', async () => {
   assert.equal(no.flags['email-flag'].reason.code, 'no_condition_match');
 });
 
+test('rule 1: stored person and group properties are used, and request properties override them', async () => {
+  await node.store.applyBatch([
+    { kind: 'person', entityId: '0190a000-0000-7000-8000-000000000001', projectId: 1, op: 'upsert',
+      payload: { id: '0190a000-0000-7000-8000-000000000001', project_id: 1, distinct_ids: ['stored-user', 'stored-alias'], properties: { email: 'me@example.com' } } },
+    { kind: 'group', entityId: '1:0:stored-org', projectId: 1, op: 'upsert',
+      payload: { project_id: 1, group_type_index: 0, group_key: 'stored-org', properties: { plan: 'pro' } } },
+  ], 50);
+  const flagsFor = async (body: Record<string, unknown>, path = '/flags?v=2') =>
+    (await postFlags(node, { api_key: PROJECT_TOKEN, ...body }, { path })).json().flags;
+  assert.equal((await flagsFor({ distinct_id: 'stored-user' }))['email-flag'].enabled, true, 'stored email');
+  assert.equal((await flagsFor({ distinct_id: 'stored-alias' }))['email-flag'].enabled, true, 'any distinct id of the person');
+  assert.equal((await flagsFor({ distinct_id: 'stored-user', person_properties: { email: 'me@other.test' } }))['email-flag'].enabled, false, 'request wins');
+  assert.equal((await flagsFor({ distinct_id: 'stored-user' }, '/flags?v=2&only_use_override_person_properties=true'))['email-flag'].enabled, false);
+  assert.equal((await flagsFor({ distinct_id: 'u', groups: { organization: 'stored-org' } }))['group-flag'].enabled, true, 'stored group');
+  assert.equal((await flagsFor({ distinct_id: 'u', groups: { organization: 'stored-org' }, group_properties: { organization: { plan: 'free' } } }))['group-flag'].enabled, false, 'request group properties win');
+});
+
 test('groups and group_properties come from the request', async () => {
   const withGroup = (await postFlags(node, { ...base, groups: { organization: 'acme' }, group_properties: { organization: { plan: 'pro' } } })).json();
   assert.equal(withGroup.flags['group-flag'].enabled, true);

@@ -96,7 +96,8 @@ test('decodeBody', () => {
 
 test('query and response shapes', () => {
   assert.deepEqual(parseFlagsQuery('v=2&config=true&compression=gzip-js&only_evaluate_survey_feature_flags=1'),
-    { version: 2, config: true, compression: 'gzip-js', onlySurveyFlags: true });
+    { version: 2, config: true, compression: 'gzip-js', onlySurveyFlags: true, onlyOverrideProperties: false });
+  assert.equal(parseFlagsQuery('only_use_override_person_properties=true').onlyOverrideProperties, true);
   assert.equal(parseFlagsQuery('version=3').version, 3);
   assert.equal(parseFlagsQuery('v=abc').version, null);
   const cases: ['flags' | 'decide', number | null, string][] = [
