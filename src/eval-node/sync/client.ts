@@ -149,7 +149,12 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
     let idle: NodeJS.Timeout | null = null;
     const armIdle = (): void => {
       if (idle) clearTimeout(idle);
-      idle = setTimeout(() => { log.warn({ idle_timeout_ms: idleTimeoutMs }, 'watch stream idle; reconnecting'); call.cancel(); }, idleTimeoutMs);
+      idle = setTimeout(() => {
+        // Silence is ours, not the server's, while we hold the stream paused or are applying.
+        if (paused || draining) { armIdle(); return; }
+        log.warn({ idle_timeout_ms: idleTimeoutMs }, 'watch stream idle; reconnecting');
+        call.cancel();
+      }, idleTimeoutMs);
     };
     armIdle();
 
