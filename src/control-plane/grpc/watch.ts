@@ -34,11 +34,12 @@ import * as grpc from '@grpc/grpc-js';
 import type { Sql } from '../db/connect.js';
 import type { Logger } from '../../log.js';
 import type { ChangeRow } from '../change-log/store.js';
-import { encodePayload } from '../../grpc/payload.js';
 import { formatRevision, parseRevision, type ChangeMessage, type WatchEventOut, type WatchRequest } from '../../grpc/messages.js';
 import { hasClusterToken, unauthenticated } from './auth.js';
 import type { ChangeFeed } from './change-feed.js';
 import { estimateSnapshotRows, streamSnapshot, type SnapshotEntity } from './snapshot.js';
+import { changeMessage, tailMessage } from './encode.js';
+import { Semaphore, sleep } from './semaphore.js';
 
 /** A node further behind than this many revisions gets a snapshot instead of the tail. */
 export const MAX_TAIL_CHANGES = 10_000;
@@ -98,31 +99,6 @@ export interface WatchRegistry {
 }
 
 type WatchCall = grpc.ServerWritableStream<WatchRequest, WatchEventOut>;
-
-function changeMessage(revision: number, kind: string, entityId: string, projectId: number | null, op: 'upsert' | 'delete', payload: unknown): ChangeMessage {
-  return {
-    revision: formatRevision(revision),
-    kind,
-    entity_id: entityId,
-    project_id: projectId === null ? '0' : String(projectId),
-    op: op === 'upsert' ? 'UPSERT' : 'DELETE',
-    payload: op === 'upsert' ? encodePayload(payload) : Buffer.alloc(0),
-  };
-}
-
-/**
- * Encoded Change per change-log row, shared by every stream that sends it (the feed's window
- * hands the same row objects to all of them), so each change is msgpack-encoded once.
- */
-const encoded = new WeakMap<ChangeRow, ChangeMessage>();
-function tailMessage(r: ChangeRow): ChangeMessage {
-  let m = encoded.get(r);
-  if (m === undefined) {
-    m = changeMessage(r.revision, r.kind, r.entity_id, r.project_id, r.op, r.payload);
-    encoded.set(r, m);
-  }
-  return m;
-}
 
 /**
  * Builds the Watch handler and the registry of its streams.
@@ -297,24 +273,6 @@ export function createWatchHandler(deps: { sql: Sql; feed: ChangeFeed; log: Logg
       size: () => live.size,
     },
   };
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => { setTimeout(r, ms).unref(); });
-
-/** Counting semaphore (FIFO). */
-class Semaphore {
-  private readonly waiters: (() => void)[] = [];
-  constructor(private free: number) {}
-  /** Resolves when a permit is held; pair every call with {@link release}. */
-  acquire(): Promise<void> {
-    if (this.free > 0) { this.free--; return Promise.resolve(); }
-    return new Promise((resolve) => this.waiters.push(resolve));
-  }
-  release(): void {
-    const next = this.waiters.shift();
-    if (next) next();
-    else this.free++;
-  }
 }
 
 /** Internal: thrown into the snapshot transaction to abort it when the client went away. */
