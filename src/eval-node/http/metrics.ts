@@ -6,7 +6,7 @@
  */
 
 /** Route labels (stable: dashboards use them). */
-export type RouteLabel = 'flags' | 'decide' | 'definitions' | 'health' | 'ready' | 'metrics' | 'other';
+export type RouteLabel = 'flags' | 'decide' | 'definitions' | 'capture' | 'health' | 'ready' | 'metrics' | 'other';
 
 /** Latency histogram upper bounds, in seconds. */
 export const LATENCY_BUCKETS_SECONDS: readonly number[] = Object.freeze([0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]);

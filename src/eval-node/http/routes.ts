@@ -1,6 +1,7 @@
 /**
  * The evaluation node's routes (DESIGN.md "Evaluation node"): /flags and /decide (POST only;
- * OPTIONS answers CORS preflights; anything else 405), the local-evaluation feed, probes, and
+ * OPTIONS answers CORS preflights; anything else 405), the local-evaluation feed, capture (when a
+ * handler is plugged in, capture-routes.ts), probes, and
  * 404 in PostHog's shape for everything else.
  */
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
@@ -11,13 +12,14 @@ import { flagsHandler } from './flags-handler.js';
 import { healthHandler, metricsHandler, readyHandler } from './probes.js';
 import { Exchange } from './reply.js';
 import type { RouteLabel } from './metrics.js';
+import { registerCaptureRoutes, type CaptureHandler } from './capture-routes.js';
 
 const FLAGS_PATHS = ['/flags', '/flags/'];
 const DECIDE_PATHS = ['/decide', '/decide/'];
 const DEFINITIONS_PATHS = ['/flags/definitions', '/flags/definitions/', '/api/feature_flag/local_evaluation', '/api/feature_flag/local_evaluation/'];
 
 /** Registers every route of the node on `app`. */
-export function registerRoutes(app: TemplatedApp, ctx: NodeHttpContext): void {
+export function registerRoutes(app: TemplatedApp, ctx: NodeHttpContext, capture?: CaptureHandler): void {
   for (const [paths, endpoint] of [[FLAGS_PATHS, 'flags'], [DECIDE_PATHS, 'decide']] as const) {
     const handler = flagsHandler(ctx, endpoint);
     for (const p of paths) {
@@ -31,6 +33,7 @@ export function registerRoutes(app: TemplatedApp, ctx: NodeHttpContext): void {
     app.get(p, defs);
     app.any(p, methodNotAllowed(ctx, 'definitions', ['GET']));
   }
+  registerCaptureRoutes(app, ctx, capture);
   app.get('/_health', healthHandler(ctx));
   app.get('/_ready', readyHandler(ctx));
   app.get('/metrics', metricsHandler(ctx));

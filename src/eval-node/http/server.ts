@@ -19,9 +19,10 @@ import type { NodeHttpContext, SyncState } from './context.js';
 import { DefinitionsFeedCache } from './definitions-feed.js';
 import { Metrics } from './metrics.js';
 import { registerRoutes } from './routes.js';
+import type { CaptureHandler } from './capture-routes.js';
 import { FlagUsage } from './usage.js';
 
-export type { SyncState };
+export type { SyncState, CaptureHandler };
 export { FlagUsage };
 
 /** Options of {@link startNodeHttp}. */
@@ -35,6 +36,8 @@ export interface NodeHttpOptions {
   sync?: { state(): { connected: boolean; lag: number } };
   /** LMDB path workers open read-only (pool mode); default `<config.dataDir>/lmdb`. */
   storePath?: string;
+  /** Capture endpoints (`/i/v0/e/`, `/batch/`, …): served only when given (capture-routes.ts). */
+  capture?: CaptureHandler;
   /** Port override (default `config.flagsPort`). */
   port?: number;
 }
@@ -93,7 +96,7 @@ export async function startNodeHttp(opts: NodeHttpOptions): Promise<NodeHttp> {
     syncState: opts.syncState ?? (opts.sync ? syncStateOf(opts.sync) : undefined),
   };
   const app = uWS.App();
-  registerRoutes(app, ctx);
+  registerRoutes(app, ctx, opts.capture);
   const wanted = opts.port ?? config.flagsPort;
   const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
     app.listen(config.host, wanted, (s) => {

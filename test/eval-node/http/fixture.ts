@@ -13,7 +13,7 @@ import zlib from 'node:zlib';
 import { testConfig, type Config } from '../../../src/config.js';
 import { createLogger } from '../../../src/log.js';
 import { openNodeStore, type StoreChange, type WritableNodeStore } from '../../../src/eval-node/store/lmdb.js';
-import { startNodeHttp, type NodeHttp } from '../../../src/eval-node/http/server.js';
+import { startNodeHttp, type NodeHttp, type CaptureHandler } from '../../../src/eval-node/http/server.js';
 import type { FeatureFlagEntity } from '../../../src/control-plane/change-log/entities.js';
 
 export const PROJECT_TOKEN = 'phc_testProjectToken0000000001';
@@ -104,7 +104,7 @@ export interface TestNode {
 }
 
 /** Opens a store at a fresh directory, applies `changes` as a complete snapshot, starts the server. */
-export async function startTestNode(opts: { changes?: StoreChange[]; evalThreads?: number; snapshot?: boolean; config?: Partial<Config> } = {}): Promise<TestNode> {
+export async function startTestNode(opts: { changes?: StoreChange[]; evalThreads?: number; snapshot?: boolean; config?: Partial<Config>; capture?: CaptureHandler } = {}): Promise<TestNode> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-node-http-'));
   const storePath = path.join(dir, 'lmdb');
   const store = openNodeStore(storePath);
@@ -114,7 +114,7 @@ export async function startTestNode(opts: { changes?: StoreChange[]; evalThreads
     await store.commitSnapshot(10);
   }
   const config = testConfig({ dataDir: dir, evalThreads: opts.evalThreads ?? 0, ...opts.config });
-  const node = await startNodeHttp({ config, log: createLogger('silent'), store, storePath });
+  const node = await startNodeHttp({ config, log: createLogger('silent'), store, storePath, capture: opts.capture });
   return {
     dir, store, http: node, url: node.url, config,
     async close() {
