@@ -1,12 +1,14 @@
 /**
- * `switchyard eval-node`: runs an evaluation node — LMDB store + Watch sync (src/eval-node/node.ts)
- * and the HTTP layer (src/eval-node/http/server.ts) — until SIGINT/SIGTERM, then stops HTTP
- * first (no new requests), then sync, then closes the store.
+ * `switchyard eval-node`: runs an evaluation node — LMDB store + Watch sync (src/eval-node/node.ts),
+ * the HTTP layer (src/eval-node/http/server.ts) and the usage reporter that ships its /flags
+ * counts for quotas — until SIGINT/SIGTERM, then stops HTTP first (no new requests), reports the
+ * last counts, stops sync and closes the store.
  */
 import { loadConfig } from '../config.js';
 import { createLogger } from '../log.js';
 import { startEvalNode } from '../eval-node/node.js';
 import { startNodeHttp } from '../eval-node/http/server.js';
+import { startUsageReporter } from '../eval-node/sync/usage-reporter.js';
 import { onShutdown } from './shutdown.js';
 
 /** Runs until stopped; returns the exit code. */
@@ -22,8 +24,12 @@ export async function run(_argv: string[]): Promise<number> {
     throw e;
   }
   const running = http;
+  const usage = startUsageReporter({
+    controlPlane: config.controlPlane, clusterToken: config.clusterToken!, nodeId: node.nodeId, take: () => running.usage.takeUsage(),
+  }, log);
   await onShutdown(async () => {
     await running.close();
+    await usage.close();
     await node.close();
   }, log);
   return 0;

@@ -18,6 +18,8 @@ export function nodeStorePath(config: Config): string {
 
 /** A running evaluation node (store + sync; HTTP is attached by the caller). */
 export interface EvalNode {
+  /** Identity sent to the control plane (logs, usage reports). */
+  nodeId: string;
   /** Read API over the node's state; readable before, during and after sync. */
   store: NodeStore;
   /** The Watch client: `sync.state()` for `/_ready` (with store.hasCompleteSnapshot()) and `/metrics`. */
@@ -42,14 +44,16 @@ export async function startEvalNode(config: Config, log: Logger, opts: EvalNodeO
   const nlog = log.child({ component: 'eval-node' });
   const store = openNodeStore(nodeStorePath(config));
   nlog.info({ revision: store.revision(), complete_snapshot: store.hasCompleteSnapshot(), path: nodeStorePath(config) }, 'node store open');
+  const nodeId = opts.nodeId ?? `${os.hostname()}:${process.pid}`;
   const sync = startWatchClient(store, {
     controlPlane: config.controlPlane,
     clusterToken: config.clusterToken,
-    nodeId: opts.nodeId ?? `${os.hostname()}:${process.pid}`,
+    nodeId,
     ...opts.sync,
   }, log);
   let closing: Promise<void> | null = null;
   return {
+    nodeId,
     store,
     sync,
     close() {

@@ -64,3 +64,20 @@ export function parseRevision(value: string | number | undefined | null): number
 export function formatRevision(revision: number): string {
   return String(revision);
 }
+
+/**
+ * An int64 map key as protobufjs decodes it → number. protobufjs does not stringify 64-bit map
+ * keys like other int64 fields: it hands them over as an 8-character "long hash" (the 8 bytes,
+ * little-endian, one per char). Decimal strings (as encoded by callers) are accepted too.
+ * @throws RevisionError for negative keys, keys above Number.MAX_SAFE_INTEGER and anything else.
+ */
+export function parseInt64MapKey(key: string): number {
+  if (/^\d+$/.test(key)) return parseRevision(key);
+  if (key.length !== 8) throw new RevisionError(key);
+  let lo = 0;
+  let hi = 0;
+  for (let i = 0; i < 4; i++) lo += key.charCodeAt(i) * 2 ** (8 * i);
+  for (let i = 0; i < 4; i++) hi += key.charCodeAt(4 + i) * 2 ** (8 * i);
+  if (hi >= 2 ** 31) throw new RevisionError(key); // negative
+  return parseRevision(hi * 2 ** 32 + lo);
+}

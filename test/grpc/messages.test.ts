@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatRevision, parseRevision, RevisionError } from '../../src/grpc/messages.js';
+import { formatRevision, parseInt64MapKey, parseRevision, RevisionError } from '../../src/grpc/messages.js';
 import { decodePayload, encodePayload } from '../../src/grpc/payload.js';
 
 const revisions: { name: string; input: string | number | undefined | null; expected: number | 'error' }[] = [
@@ -32,3 +32,18 @@ test('payload codec round-trips JSON-like entities and decodes empty bytes to nu
   assert.deepEqual(decodePayload(encodePayload(flag)), flag);
   assert.equal(decodePayload(new Uint8Array(0)), null);
 });
+
+const hash = (bytes: number[]): string => String.fromCharCode(...bytes);
+const mapKeys: { name: string; key: string; expected: number | 'error' }[] = [
+  { name: 'decimal', key: '42', expected: 42 },
+  { name: 'long hash of 1', key: hash([1, 0, 0, 0, 0, 0, 0, 0]), expected: 1 },
+  { name: 'long hash of 2^32 + 258', key: hash([2, 1, 0, 0, 1, 0, 0, 0]), expected: 2 ** 32 + 258 },
+  { name: 'long hash of -1', key: hash([255, 255, 255, 255, 255, 255, 255, 255]), expected: 'error' },
+  { name: 'neither', key: 'abc', expected: 'error' },
+];
+for (const c of mapKeys) {
+  test(`parseInt64MapKey: ${c.name}`, () => {
+    if (c.expected === 'error') assert.throws(() => parseInt64MapKey(c.key), RevisionError);
+    else assert.equal(parseInt64MapKey(c.key), c.expected);
+  });
+}

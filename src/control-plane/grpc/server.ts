@@ -2,8 +2,9 @@
  * The control plane's gRPC server (DESIGN.md "Processes": port SWITCHYARD_GRPC_PORT, default
  * 50051): serves proto/switchyard.proto's `switchyard.v1.Switchyard` with
  * - `Watch` (watch.ts), fed by one change-log listener per process (change-feed.ts);
- * - `Ingest`, `ReportUsage`: declared in the contract, answered UNIMPLEMENTED (after the
- *   cluster-token check) until their handlers land — add them to `handlers` below.
+ * - `ReportUsage` (usage.ts): nodes' /flags request counts into the quota service;
+ * - `Ingest`: declared in the contract, answered UNIMPLEMENTED (after the cluster-token check)
+ *   until its handler lands — add it to `handlers` below.
  *
  * Keep-alive: HTTP/2 pings every {@link KEEPALIVE_TIME_MS}, connection dropped when one is not
  * answered within {@link KEEPALIVE_TIMEOUT_MS}; on top of that Watch sends Heartbeat events.
@@ -16,6 +17,7 @@ import { switchyardService } from '../../grpc/loader.js';
 import { hasClusterToken, unauthenticated } from './auth.js';
 import { startChangeFeed } from './change-feed.js';
 import { createWatchHandler, type WatchOptions } from './watch.js';
+import { createReportUsageHandler } from './usage.js';
 
 /** Interval between HTTP/2 keep-alive pings on idle connections, in milliseconds. */
 export const KEEPALIVE_TIME_MS = 30_000;
@@ -59,7 +61,7 @@ export async function startGrpcServer(deps: GrpcServerDeps): Promise<GrpcServer>
   const handlers: grpc.UntypedServiceImplementation = {
     Watch: watch.handler as grpc.UntypedHandleCall,
     Ingest: unimplemented('Ingest') as grpc.UntypedHandleCall,
-    ReportUsage: unimplemented('ReportUsage') as grpc.UntypedHandleCall,
+    ReportUsage: createReportUsageHandler({ sql, log, clusterToken: token }) as grpc.UntypedHandleCall,
   };
 
   const server = new grpc.Server({
