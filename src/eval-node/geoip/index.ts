@@ -88,6 +88,9 @@ export function clientAddress(forwardedFor: string, peer: string): string | null
       if (ip !== null && isPublicAddress(ip)) return ip;
     }
   }
+  // Fast reject of the common non-public peers (loopback, private) before parsing: the peer is
+  // looked at on every request that has no public X-Forwarded-For entry.
+  if (peer === '' || peer.startsWith('127.') || peer.startsWith('10.') || peer.startsWith('192.168.') || peer === '::1' || peer.startsWith('::ffff:127.')) return null;
   const p = normalizeAddress(peer);
   return p !== null && isPublicAddress(p) ? p : null;
 }
