@@ -83,7 +83,7 @@ export async function startNodeHttp(opts: NodeHttpOptions): Promise<NodeHttp> {
   const unsubscribe = store.onApplied((_rev, projectIds) => engine.invalidate(projectIds));
   let evaluator: Evaluator;
   if (config.evalThreads > 0) {
-    evaluator = poolEvaluator(config.evalThreads, { storePath: opts.storePath ?? path.join(config.dataDir, 'lmdb'), geoipBytes: bytes });
+    evaluator = poolEvaluator(config.evalThreads, { storePath: opts.storePath ?? path.join(config.dataDir, 'lmdb'), geoipBytes: bytes }, engine);
   } else {
     evaluator = inlineEvaluator(engine);
   }

@@ -53,8 +53,12 @@ interface Pending {
   resolve: (answer: JobAnswer) => void;
 }
 
-/** A Piscina-backed evaluator with per-turn micro-batching; see the module doc. */
-export function poolEvaluator(threads: number, init: WorkerInit): Evaluator {
+/**
+ * A Piscina-backed evaluator with per-turn micro-batching; see the module doc. `fallback` (the IO
+ * thread's engine) answers a job the pool could not take (for example a body too deeply nested
+ * to structured-clone), so pool and inline answers stay identical.
+ */
+export function poolEvaluator(threads: number, init: WorkerInit, fallback?: FlagsEngine): Evaluator {
   const pool = new Piscina({
     filename: path.join(WORKERS_DIR, 'evaluate.js'),
     minThreads: threads,
@@ -66,9 +70,20 @@ export function poolEvaluator(threads: number, init: WorkerInit): Evaluator {
   let scheduled = false;
 
   const runChunk = (chunk: Pending[]): void => {
-    pool.run(chunk.map((p) => p.job)).then(
+    let task: Promise<JobAnswer[]>;
+    try {
+      task = pool.run(chunk.map((p) => p.job));
+    } catch (e) {
+      task = Promise.reject(e);
+    }
+    task.then(
       (answers: JobAnswer[]) => { for (let i = 0; i < chunk.length; i++) chunk[i]!.resolve(answers[i] ?? null); },
-      () => { for (const p of chunk) p.resolve(null); },
+      // A task fails as a whole (e.g. one request too deeply nested to structured-clone): retry
+      // its jobs one by one so only the offending request answers 500, not its batch-mates.
+      () => {
+        if (chunk.length === 1) chunk[0]!.resolve(fallback ? fallback.run(chunk[0]!.job) : null);
+        else for (const p of chunk) runChunk([p]);
+      },
     );
   };
 

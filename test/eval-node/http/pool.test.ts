@@ -52,3 +52,24 @@ function normalizeIds(b: any): unknown {
   return b;
 }
 
+
+test('a request the pool cannot take (too deep to structured-clone) is answered inline; its batch-mates are unaffected', async () => {
+  const pool = await startTestNode({ evalThreads: 2 });
+  const inline = await startTestNode({ evalThreads: 0 });
+  try {
+    const deep = '['.repeat(200_000) + ']'.repeat(200_000);
+    const bad = `{"api_key":"${PROJECT_TOKEN}","distinct_id":"deep","person_properties":{"email":${deep}}}`;
+    const bodies = Array.from({ length: 20 }, (_, i) => (i === 5 ? bad : JSON.stringify({ api_key: PROJECT_TOKEN, distinct_id: `u${i}` })));
+    const [a, b] = await Promise.all([
+      Promise.all(bodies.map((body) => postFlags(pool, body))),
+      Promise.all(bodies.map((body) => postFlags(inline, body))),
+    ]);
+    for (let i = 0; i < bodies.length; i++) {
+      assert.equal(a[i]!.status, 200, `pool request ${i}`);
+      assert.deepEqual(normalizeIds(strip(a[i]!.text)), normalizeIds(strip(b[i]!.text)), `request ${i}`);
+    }
+  } finally {
+    await pool.close();
+    await inline.close();
+  }
+});
