@@ -26,8 +26,8 @@ const I64_MIN = -9223372036854775808; // -2^63
 export function jsonNumberText(n: number): string {
   if (!Number.isFinite(n)) return 'null';
   if (Number.isInteger(n) && n < U64_LIMIT && n >= I64_MIN) {
-    // String() switches to exponent form at 1e21; BigInt keeps all digits.
-    return n < 1e21 && n > -1e21 ? String(n === 0 ? 0 : n) : BigInt(n).toString();
+    // Beyond 2^53 String() rounds to shortest digits ("…776000"); BigInt prints the exact value.
+    return Number.isSafeInteger(n) ? String(n) : BigInt(n).toString();
   }
   // Shortest round-trip digits and decimal exponent, laid out as ryu does.
   const exp = n.toExponential(); // e.g. "-2.5e-6", "1e+21"

@@ -1,0 +1,118 @@
+/**
+ * Rust-syntax regex translation (research/posthog-flag-evaluation.md §3.3 "regex"): validity,
+ * inline flags, dialect translations and the documented gaps.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { compilePropertyFilter, describeRegexProblem, isValidRegex } from '../../../src/evaluation/properties/index.js';
+
+type ValidRow = [pattern: string, valid: boolean, why: string];
+const validity: ValidRow[] = [
+  ['', true, 'empty pattern matches everything'],
+  ['abc', true, 'literal'],
+  ['(', false, 'unbalanced ('],
+  [')', false, 'unbalanced )'],
+  ['[a-z', false, 'unclosed class'],
+  ['a{2,1}', false, 'reversed repetition'],
+  ['a{', false, 'Rust rejects a lone {'],
+  ['a{x}', false, 'non-numeric repetition'],
+  ['*a', false, 'nothing to repeat'],
+  ['\\', false, 'trailing backslash'],
+  ['(?i)abc', true, 'leading inline flag'],
+  ['(?i)(?s)a.b', true, 'several leading flag groups'],
+  ['(?is-m)a.b', true, 'flags with negation'],
+  ['(?U)a+', true, 'swap greed'],
+  ['(?u)a', true, 'Unicode flag accepted'],
+  ['a(?i)b', false, 'inline flag not at the start (unsupported)'],
+  ['(?i:ab)', false, 'scoped flag group (unsupported)'],
+  ['(?z)a', false, 'unknown flag'],
+  ['\\p{L}', false, 'Unicode classes (unsupported)'],
+  ['\\pL', false, 'one-letter Unicode class (unsupported)'],
+  ['(a+)+', false, 'nested unbounded quantifiers (exponential in V8)'],
+  ['(?:[a-z]+|[0-9]+)*@', false, 'nested unbounded quantifiers in alternation'],
+  ['(\\w+\\.)*com', false, 'nested unbounded quantifiers (refused even when benign)'],
+  ['(a+){2}', true, 'bounded outer repetition'],
+  ['(a{1,3})+', true, 'bounded inner repetition'],
+  ['(?P<year>\\d{4})', true, 'Python-style named group'],
+  ['(?<year>\\d{4})-\\k<year>', true, 'named backreference'],
+  ['(a)\\1', true, 'numbered backreference'],
+  ['\\1', false, 'backreference to a missing group'],
+  ['(?=a)', true, 'lookahead'],
+  ['(?<!a)b', true, 'lookbehind'],
+  ['(?>a)', false, 'atomic group (unsupported)'],
+  ['a*+', false, 'possessive quantifier (unsupported)'],
+  ['\\x{41}', true, 'braced hex escape'],
+  ['\\u{1F600}', true, 'astral code point'],
+  ['[\\u{1F600}]', false, 'astral code point in a class (unsupported)'],
+  ['\\x{110000}', false, 'code point out of range'],
+  ['[[:alpha:]]+', true, 'POSIX class'],
+  ['[[:^alpha:]]', false, 'negated POSIX class (unsupported)'],
+  ['[[:bogus:]]', false, 'unknown POSIX class'],
+  ['[a-z&&[^aeiou]]', false, 'class intersection (unsupported)'],
+  ['[a[b]]', false, 'nested class (unsupported)'],
+  ['\\-\\#\\@\\&\\~', true, 'Rust escapes any ASCII punctuation'],
+  ['\\<', false, 'word-start boundary (unsupported)'],
+  ['\\Z', false, '\\Z does not exist in Rust'],
+  ['\\K', false, 'unknown escape'],
+  ['\\b{start}', false, 'special word boundary (unsupported)'],
+  ['(?x) a b # comment', true, 'extended mode'],
+];
+for (const [pattern, valid, why] of validity) {
+  test(`isValidRegex ${JSON.stringify(pattern)}: ${why}`, () => {
+    assert.equal(isValidRegex(pattern), valid);
+    assert.equal(describeRegexProblem(pattern) === null, valid);
+  });
+}
+
+type MatchRow = [pattern: string, subject: string, expected: boolean, why: string];
+const matches: MatchRow[] = [
+  ['(?i)HELLO', 'say hello', true, '(?i) becomes the i flag'],
+  ['(?i)é', 'É', true, 'case-insensitive non-ASCII'],
+  ['a.b', 'a\nb', false, '. excludes \\n'],
+  ['a.b', 'a\rb', true, '. includes \\r as in Rust'],
+  ['a.b', 'a\u2028b', true, '. includes U+2028 as in Rust'],
+  ['(?s)a.b', 'a\nb', true, '(?s) lets . match \\n'],
+  ['^b$', 'a\nb', false, 'without (?m), ^ and $ anchor the text'],
+  ['(?m)^b$', 'a\nb\nc', true, '(?m) anchors lines'],
+  ['(?x) a b # comment', 'ab', true, 'extended mode drops whitespace and comments'],
+  ['(?x)a\\ b', 'a b', true, 'escaped space in extended mode'],
+  ['(?x)[a b]', ' ', false, 'extended mode ignores whitespace in classes'],
+  ['(?U)<.+>', '<a><b>', true, 'swapped greed still finds a match'],
+  ['\\Aab', 'xab', false, '\\A is the start of text'],
+  ['(?m)\\Ab', 'a\nb', false, '\\A ignores (?m)'],
+  ['b\\z', 'ab', true, '\\z is the end of text'],
+  ['b\\z', 'ab\n', false, '\\z does not allow a trailing newline'],
+  ['(?P<y>\\d{4})-(?P=y)', '2024-2024', true, 'Python-style backreference'],
+  ['(?P<y>\\d{4})-(?P=y)', '2024-2025', false, 'Python-style backreference, mismatch'],
+  ['(a)\\1', 'aa', true, 'numbered backreference'],
+  ['(a)\\10', 'a', false, 'backreference to group 10 is refused'],
+  ['\\x{e9}', 'é', true, 'braced hex'],
+  ['\\u00e9', 'é', true, '\\u escape'],
+  ['\\u{1F600}+', '😀😀', true, 'astral code point repeated as a unit'],
+  ['[[:digit:]]+', 'abc123', true, 'POSIX digit'],
+  ['[^[:upper:]]', 'ABC', false, 'negated class with POSIX member'],
+  ['\\#\\-', '#-', true, 'punctuation escapes'],
+  ['[]a]', ']', true, 'a leading ] is literal in Rust'],
+  ['[^]a]', 'b', true, 'a leading ] after ^ is literal in Rust'],
+  ['a{,2}b', 'aab', true, '{,n} means {0,n}'],
+  ['a/b', 'a/b', true, 'slash needs no escape'],
+  ['\\d', '٣', false, 'GAP: \\d is ASCII in JS (Rust: true)'],
+  ['\\w', 'é', false, 'GAP: \\w is ASCII in JS (Rust: true)'],
+  ['\\s', '\u00a0', true, '\\s is Unicode in both'],
+];
+for (const [pattern, subject, expected, why] of matches) {
+  test(`regex ${JSON.stringify(pattern)} on ${JSON.stringify(subject)}: ${why}`, () => {
+    const f = compilePropertyFilter({ key: 's', operator: 'regex', value: pattern }, { timezone: 'UTC' });
+    const g = compilePropertyFilter({ key: 's', operator: 'not_regex', value: pattern }, { timezone: 'UTC' });
+    assert.equal(f.test({ s: subject }, 0), expected);
+    assert.equal(g.test({ s: subject }, 0), isValidRegex(pattern) ? !expected : false);
+  });
+}
+
+test('refused patterns are false for both operators and cheap', () => {
+  const hay = { s: 'a'.repeat(64) + '!' };
+  for (const operator of ['regex', 'not_regex']) {
+    const f = compilePropertyFilter({ key: 's', operator, value: '(a+)+$' }, { timezone: 'UTC' });
+    assert.equal(f.test(hay, 0), false, operator);
+  }
+});
