@@ -40,16 +40,33 @@ export interface PropertyFilter {
   negation?: boolean;
 }
 
+/**
+ * Rust `PERSON_METADATA_KEY_PREFIX` (`property_matching.rs`): a `person_metadata` filter (e.g.
+ * key `created_at`) reads the persons-table column, which the evaluator stores in the person
+ * property map under this prefix so user-set properties of the same name cannot shadow it.
+ */
+export const PERSON_METADATA_KEY_PREFIX = '__posthog_person_metadata__';
+
+/**
+ * The property-map key a filter reads (Rust `lookup_key_for`): `key` itself, or
+ * {@link PERSON_METADATA_KEY_PREFIX} + `key` for `type: "person_metadata"`.
+ */
+export function propertyLookupKey(key: string, type: string | undefined): string {
+  return type === 'person_metadata' ? PERSON_METADATA_KEY_PREFIX + key : key;
+}
+
 /** A filter compiled once; {@link CompiledPropertyFilter.test} is the hot path. */
 export interface CompiledPropertyFilter {
   readonly key: string;
+  /** The map key {@link test} reads: `key`, prefixed for `person_metadata` ({@link propertyLookupKey}). */
+  readonly lookupKey: string;
   /** `person` (default) | `group` | … as given; routing is the caller's job (research §3.1). */
   readonly type: string;
   readonly groupTypeIndex: number | null;
   /**
-   * Whether `properties` match. A key counts as present when it is an own property whose value
-   * is not `undefined` (JSON null is present; research §3.2). `nowMs` (ms since the epoch)
-   * anchors relative dates. Never throws.
+   * Whether `properties` match, reading `properties[lookupKey]`. A key counts as present when it
+   * is an own property whose value is not `undefined` (JSON null is present; research §3.2).
+   * `nowMs` (ms since the epoch) anchors relative dates. Never throws.
    */
   test(properties: Readonly<Record<string, unknown>>, nowMs: number): boolean;
 }
@@ -86,13 +103,16 @@ export function compilePropertyFilter(filter: PropertyFilter, opts: CompileOptio
   if (zone === null && opts.strict) throw new PropertyFilterError('timezone', `unknown timezone ${JSON.stringify(opts.timezone)}`);
   const { present, missing } = compileOperator(operator, filter.value, { zone: zone ?? UTC_ZONE, strict: opts.strict === true });
   const gti = filter.group_type_index;
+  const type = typeof filter.type === 'string' ? filter.type : 'person';
+  const lookupKey = propertyLookupKey(key, type);
   return Object.freeze({
     key,
-    type: typeof filter.type === 'string' ? filter.type : 'person',
+    lookupKey,
+    type,
     groupTypeIndex: typeof gti === 'number' ? gti : null,
     test(properties: Readonly<Record<string, unknown>>, nowMs: number): boolean {
-      if (!hasOwn.call(properties, key)) return missing;
-      const actual = properties[key];
+      if (!hasOwn.call(properties, lookupKey)) return missing;
+      const actual = properties[lookupKey];
       return actual === undefined ? missing : present(actual, nowMs);
     },
   });

@@ -8,6 +8,12 @@ import { compilePropertyFilter, parseFilterDate } from '../../../src/evaluation/
 
 const utc = (y: number, mo: number, d: number, h = 0, mi = 0, s = 0, ms = 0): number => Date.UTC(y, mo - 1, d, h, mi, s, ms);
 const NY = 'America/New_York';
+/** Midnight UTC of a proleptic-Gregorian date, for years Date.UTC cannot take directly. */
+function daysMs(y: number, mo: number, d: number): number {
+  const t = new Date(0);
+  t.setUTCFullYear(y, mo - 1, d);
+  return t.getTime();
+}
 
 type ParseRow = [name: string, value: unknown, nowMs: number, timezone: string, expected: number | null];
 
@@ -49,6 +55,17 @@ const parseRows: ParseRow[] = [
   ['1d landing in the gap', '1d', utc(2024, 3, 11, 6, 30), NY, null],
   ['1d landing in the overlap takes the earlier instant', '1d', utc(2024, 11, 4, 6, 30), NY, utc(2024, 11, 3, 5, 30)],
   ['1m in New York', '1m', utc(2024, 7, 1, 3), NY, utc(2024, 5, 31, 3)],
+  // vectors pinned by Rust's relative_date.rs / property_matching.rs tests
+  ['Rust: 9999m is representable', '9999m', utc(2020, 1, 1, 12), 'UTC', daysMs(1186, 10, 1) + 12 * 3_600_000],
+  ['Rust: 9999y is representable', '9999y', utc(2020, 1, 1, 12), 'UTC', daysMs(-7979, 1, 1) + 12 * 3_600_000],
+  ['Rust: 1m from 31 Mar 2019 (non-leap)', '1m', utc(2019, 3, 31, 12), 'UTC', utc(2019, 2, 28, 12)],
+  ['Rust: 8m from 3 Apr 2020', '8m', utc(2020, 4, 3), 'UTC', utc(2019, 8, 3)],
+  ['Rust: -7d anchored in Pacific', '-7d', utc(2024, 6, 10, 9), 'America/Los_Angeles', utc(2024, 6, 3, 9)],
+  ['Rust: naive Pacific fall-back picks earliest', '2024-11-03 01:30:00', NOW, 'America/Los_Angeles', utc(2024, 11, 3, 8, 30)],
+  ['Rust: naive Pacific spring-forward gap', '2024-03-10 02:30:00', NOW, 'America/Los_Angeles', null],
+  ['Rust: naive date in Pacific is 07:00Z', '2024-06-01', NOW, 'America/Los_Angeles', utc(2024, 6, 1, 7)],
+  ['Rust: ISO with micros and +00:00', '2025-01-24T23:20:24.865148+00:00', NOW, 'UTC', utc(2025, 1, 24, 23, 20, 24, 865) + 0.148],
+  ['Rust: naive with one-digit fraction', '2025-12-19T00:00:00.5', NOW, 'UTC', utc(2025, 12, 19, 0, 0, 0, 500)],
   // RFC 3339, offset as written
   ['RFC 3339 Z', '2024-06-01T10:00:00Z', NOW, NY, utc(2024, 6, 1, 10)],
   ['RFC 3339 offset', '2024-06-01T10:00:00+02:00', NOW, NY, utc(2024, 6, 1, 8)],
@@ -78,11 +95,23 @@ const parseRows: ParseRow[] = [
   ['naive invalid hour', '2024-06-01 24:00', NOW, 'UTC', null],
   ['leap day', '2024-02-29', NOW, 'UTC', utc(2024, 2, 29)],
   ['non-leap 29 Feb', '2023-02-29', NOW, 'UTC', null],
-  // generic fallback (naive means UTC there)
-  ['offset without colon', '2024-06-01T10:00:00+0200', NOW, NY, utc(2024, 6, 1, 8)],
-  ['hour-only offset', '2024-06-01T10:00:00-03', NOW, NY, utc(2024, 6, 1, 13)],
-  ['Z without seconds', '2024-06-01T10:00Z', NOW, NY, utc(2024, 6, 1, 10)],
+  // dateparser fallback subset
+  ['postgres offset hours', '2019-11-29 08:08:05-08', NOW, NY, utc(2019, 11, 29, 16, 8, 5)],
+  ['postgres offset without seconds', '2019-11-29 08:08-08', NOW, 'UTC', utc(2019, 11, 29, 16, 8)],
+  ['postgres fraction and offset', '2021-05-02 23:31:36.0741-07', NOW, 'UTC', utc(2021, 5, 3, 6, 31, 36, 74) + 0.1],
+  ['space then +HHMM', '2014-04-26 13:13:43 +0800', NOW, NY, utc(2014, 4, 26, 5, 13, 43)],
   ['trailing UTC', '2024-06-01 10:00:00 UTC', NOW, NY, utc(2024, 6, 1, 10)],
+  ['trailing PST', '2017-11-25 13:31:15 PST', NOW, 'UTC', utc(2017, 11, 25, 21, 31, 15)],
+  ['unknown abbreviation', '2017-11-25 13:31:15 XYZ', NOW, 'UTC', null],
+  ['RFC 2822', 'Wed, 02 Jun 2021 06:31:39 GMT', NOW, NY, utc(2021, 6, 2, 6, 31, 39)],
+  ['RFC 2822 numeric zone, no weekday', '2 Jun 2021 06:31:39 -0100', NOW, 'UTC', utc(2021, 6, 2, 7, 31, 39)],
+  ['Unix seconds (10 digits)', '1511648546', NOW, NY, 1511648546000],
+  ['Unix ms (13 digits)', '1620021848429', NOW, 'UTC', 1620021848429],
+  ['Unix ns (19 digits)', '1620024872717915000', NOW, 'UTC', 1620024872717.915],
+  ['11 digits is no timestamp', '16200218484', NOW, 'UTC', null],
+  ['T with offset without colon is not RFC 3339 nor dateparser', '2024-06-01T10:00:00+0200', NOW, NY, null],
+  ['T with minutes and Z (no seconds)', '2024-06-01T10:00Z', NOW, NY, null],
+  ['month names are not supported (gap)', 'May 25, 2021', NOW, 'UTC', null],
   // unparseable
   ['empty string', '', NOW, 'UTC', null],
   ['words', 'yesterday', NOW, 'UTC', null],
@@ -117,6 +146,13 @@ const opRows: OpRow[] = [
   ['actual "inf" is unparseable', 'is_date_after', '2000-01-01', 'inf', false],
   ['actual exponent string is seconds', 'is_date_exact', '1970-01-01T00:16:40Z', '1e3', true],
   ['actual "2024" is seconds, not a year', 'is_date_before', '1970-01-02', '2024', true],
+  ['Rust: fractional timestamp keeps nanoseconds', 'is_date_exact', '2028-03-10T05:09:07.867530107Z', 1836277747.86753, true],
+  ['Rust: fractional timestamp string', 'is_date_exact', '2028-03-10T05:09:07.867530107Z', '1836277747.86753', true],
+  ['Rust: epoch at Pacific midnight is not after', 'is_date_after', '2024-06-01', 1717225200, false, 'America/Los_Angeles'],
+  ['Rust: one second later is after', 'is_date_after', '2024-06-01', 1717225201, true, 'America/Los_Angeles'],
+  ['Rust: naive person 08:00 Pacific is after 14:00Z', 'is_date_after', '2024-06-01T14:00:00Z', '2024-06-01 08:00:00', true, 'America/Los_Angeles'],
+  ['Rust: same naive person in UTC is not', 'is_date_after', '2024-06-01T14:00:00Z', '2024-06-01 08:00:00', false],
+  ['Rust: before Pacific midnight', 'is_date_before', '2024-06-01', '2024-06-01T03:00:00Z', true, 'America/Los_Angeles'],
   ['actual naive read in team timezone', 'is_date_exact', '2024-06-01T04:00:00Z', '2024-06-01 00:00', true, NY],
   ['both naive in team timezone', 'is_date_exact', '2024-06-01', '2024-06-01T00:00:00', true, NY],
   ['actual relative string anchored at now', 'is_date_before', '-1h', '-1d', true],

@@ -5,7 +5,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { compilePropertyFilter, type PropertyFilter } from '../../../src/evaluation/properties/index.js';
+import {
+  compilePropertyFilter, PERSON_METADATA_KEY_PREFIX, propertyLookupKey, type PropertyFilter,
+} from '../../../src/evaluation/properties/index.js';
 
 const NOW = Date.UTC(2024, 0, 15, 12, 0, 0);
 const MISSING = Symbol('missing');
@@ -316,4 +318,15 @@ test('compiled filter exposes key, type and group type index', () => {
   const group = compilePropertyFilter({ key: 'plan', value: 'x', type: 'group', group_type_index: 2 }, { timezone: 'UTC' });
   assert.deepEqual([group.key, group.type, group.groupTypeIndex], ['plan', 'group', 2]);
   assert.ok(Object.isFrozen(group));
+});
+
+test('person_metadata filters read the prefixed key (Rust lookup_key_for)', () => {
+  const f = compilePropertyFilter({ key: 'created_at', type: 'person_metadata', operator: 'is_date_after', value: '2024-01-01' }, { timezone: 'UTC' });
+  assert.equal(f.key, 'created_at');
+  assert.equal(f.lookupKey, `${PERSON_METADATA_KEY_PREFIX}created_at`);
+  assert.equal(propertyLookupKey('created_at', 'person_metadata'), '__posthog_person_metadata__created_at');
+  assert.equal(f.test({ created_at: '2099-01-01' }, NOW), false, 'a user-set property of the same name is ignored');
+  assert.equal(f.test({ [`${PERSON_METADATA_KEY_PREFIX}created_at`]: '2025-06-01' }, NOW), true);
+  const person = compilePropertyFilter({ key: 'created_at', operator: 'is_set' }, { timezone: 'UTC' });
+  assert.equal(person.lookupKey, 'created_at');
 });

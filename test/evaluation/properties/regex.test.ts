@@ -99,6 +99,24 @@ const matches: MatchRow[] = [
   ['\\d', '٣', false, 'GAP: \\d is ASCII in JS (Rust: true)'],
   ['\\w', 'é', false, 'GAP: \\w is ASCII in JS (Rust: true)'],
   ['\\s', '\u00a0', true, '\\s is Unicode in both'],
+  // vectors pinned by Rust's property_matching.rs tests
+  ['foo(?=bar)', 'foobar123', true, 'Rust: positive lookahead'],
+  ['foo(?=bar)', 'foobaz', false, 'Rust: positive lookahead, no'],
+  ['foo(?!bar)', 'foo', true, 'Rust: negative lookahead'],
+  ['foo(?!bar)', 'foobar', false, 'Rust: negative lookahead, no'],
+  ['(?<=foo)bar', '123foobar456', true, 'Rust: positive lookbehind'],
+  ['(?<=foo)bar', 'bar', false, 'Rust: positive lookbehind, no'],
+  ['(?<!foo)bar', 'bazbar', true, 'Rust: negative lookbehind'],
+  ['(?<!foo)bar', 'foobar', false, 'Rust: negative lookbehind, no'],
+  ['\\b(\\w+)\\s+\\1\\b', 'this is is a test', true, 'Rust: repeated word backreference'],
+  ['\\b(\\w+)\\s+\\1\\b', 'the quick brown fox', false, 'Rust: repeated word, no'],
+  ['<(\\w+)>.*</\\1>', '<div>content</div>', true, 'Rust: matching tags'],
+  ['<(\\w+)>.*</\\1>', '<div>content</span>', false, 'Rust: mismatched tags'],
+  ['^[\\w.+-]+@(?=.*\\.(com|org)$)[\\w.-]+$', 'test@posthog.org', true, 'Rust: email with lookahead'],
+  ['^[\\w.+-]+@(?=.*\\.(com|org)$)[\\w.-]+$', 'user@example.net', false, 'Rust: email with lookahead, no'],
+  ['^(?=.*[a-z])(?=.*[A-Z])(?=.*\\d).{8,}$', 'SecurePass123', true, 'Rust: password rule'],
+  ['^(?=.*[a-z])(?=.*[A-Z])(?=.*\\d).{8,}$', 'SHORT1', false, 'Rust: password rule, no'],
+  ['\\.com$', 'value.com', true, 'Rust: escaped dot'],
 ];
 for (const [pattern, subject, expected, why] of matches) {
   test(`regex ${JSON.stringify(pattern)} on ${JSON.stringify(subject)}: ${why}`, () => {

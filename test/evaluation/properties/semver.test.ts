@@ -43,6 +43,12 @@ const normalisation: NormRow[] = [
   ['1. 2.3', null],
   ['18446744073709551615.0.0', '18446744073709551615.0.0'],
   ['18446744073709551616.0.0', null],
+  // Rust's test_semver_invalid_versions
+  ['1.2.abc', null],
+  ['1.2.3.', null],
+  ['.1.2.3', null],
+  ['1.-2.3', null],
+  ['3.07', '3.7.0'],
 ];
 
 for (const [input, canonical] of normalisation) {
