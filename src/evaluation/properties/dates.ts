@@ -89,15 +89,23 @@ export interface Zone {
   readonly fmt: Intl.DateTimeFormat | null;
   /** UTC offset (ms) by UTC minute; offsets only change on whole minutes in tzdata since 1970. */
   readonly cache: Map<number, number>;
+  /** Parsed property-side date strings (absolute forms only; relative ones depend on now). */
+  readonly parsed: Map<string, number | null>;
 }
 
 const UTC_NAMES = new Set(['UTC', 'Etc/UTC', 'Etc/UCT', 'UCT', 'Etc/Universal', 'Universal', 'Etc/Zulu', 'Zulu',
   'GMT', 'Etc/GMT', 'GMT0', 'Etc/GMT0', 'GMT+0', 'GMT-0', 'Etc/GMT+0', 'Etc/GMT-0', 'Greenwich', 'Etc/Greenwich']);
 const OFFSET_CACHE_MAX = 1024;
+/**
+ * Property values repeat across flags and requests (the same `created_at` is tested by every
+ * date filter of a request), and parsing costs ~0.5 µs, so absolute parses are memoised per zone.
+ * The map is cleared when full, which bounds memory under many distinct values.
+ */
+const PARSED_CACHE_MAX = 4096;
 const zones = new Map<string, Zone>();
 
 /** The UTC zone. */
-export const UTC_ZONE: Zone = { name: 'UTC', fmt: null, cache: new Map() };
+export const UTC_ZONE: Zone = { name: 'UTC', fmt: null, cache: new Map(), parsed: new Map() };
 
 /**
  * Resolves an IANA timezone name once (cached per name); an unknown name gives `null`.
@@ -115,7 +123,7 @@ export function resolveZone(name: string): Zone | null {
   } catch {
     return null;
   }
-  const zone: Zone = { name, fmt, cache: new Map() };
+  const zone: Zone = { name, fmt, cache: new Map(), parsed: new Map() };
   zones.set(name, zone);
   return zone;
 }
@@ -373,9 +381,20 @@ export function parseUnixSeconds(seconds: number): number | null {
 export function parseActualDate(value: unknown, nowMs: number, zone: Zone): number | null {
   if (typeof value === 'number') return parseUnixSeconds(value);
   if (typeof value !== 'string') return null;
+  const hit = zone.parsed.get(value);
+  if (hit !== undefined) return hit;
   const n = parseRustF64(value);
-  if (n !== null) return parseUnixSeconds(n);
-  return parseDateString(value, nowMs, zone);
+  let result: number | null;
+  if (n !== null) {
+    result = parseUnixSeconds(n);
+  } else {
+    const rel = parseRelativeDate(value);
+    if (rel !== null) return resolveRelativeDate(rel, nowMs, zone); // depends on now: not cached
+    result = parseAbsoluteDate(value, zone);
+  }
+  if (zone.parsed.size >= PARSED_CACHE_MAX) zone.parsed.clear();
+  zone.parsed.set(value, result);
+  return result;
 }
 
 /**

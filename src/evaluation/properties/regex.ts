@@ -30,10 +30,11 @@
  * Backtracking guard: V8 has no backtrack limit, while Rust runs plain patterns on the linear
  * `regex` crate and fancy ones under a 10,000-step limit. Two guards here:
  * - a pattern with an unbounded quantifier applied to a group that itself holds an unbounded
- *   quantifier (the shape of `(a+)+`, `(\w+\.)*`, `(?:a|ab)*` with an inner `+`) is refused as
+ *   quantifier (the shape of `(a+)+`, `(\w+\.)*`, `(?:[a-z]+|[0-9]+)*`) is refused as
  *   unsupported: V8 is exponential on such patterns (measured: `(?:[a-z]+|[a-z0-9]+)*@` takes
  *   5 s on 16 characters), and no subject-length cap small enough to be safe would leave them
- *   useful. Rust would accept and evaluate them; {@link describeRegexProblem} says why;
+ *   useful. Rust would accept and evaluate them; {@link describeRegexProblem} says why. Other
+ *   ambiguous shapes (`(a|aa)*b`) are not detected;
  * - a subject longer than {@link MAX_REGEX_SUBJECT_LENGTH} UTF-16 units is treated like Rust's
  *   limit error: no match for either operator. This bounds, but does not remove, polynomial
  *   blow-ups such as `.*a.*a.*b`. A linear-time engine would remove both gaps.

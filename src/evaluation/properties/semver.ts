@@ -113,10 +113,23 @@ export function parseStrictVersion(s: string): Version | null {
 /**
  * Rust `to_semver_representation` applied to a string form: normalise, canonicalise, parse.
  * `null` when the result is not a valid version.
+ *
+ * Memoised: property values (app versions) repeat across flags and requests and a parse costs
+ * ~0.7 µs. The map is cleared when full, bounding memory under many distinct values; results
+ * are frozen so sharing them is safe.
  */
 export function parseVersion(s: string): Version | null {
-  return parseStrictVersion(canonicalizeVersionString(normalizeVersionString(s)));
+  const hit = versionCache.get(s);
+  if (hit !== undefined) return hit;
+  const v = parseStrictVersion(canonicalizeVersionString(normalizeVersionString(s)));
+  if (v !== null) Object.freeze(v);
+  if (versionCache.size >= VERSION_CACHE_MAX) versionCache.clear();
+  versionCache.set(s, v);
+  return v;
 }
+
+const VERSION_CACHE_MAX = 4096;
+const versionCache = new Map<string, Version | null>();
 
 function cmpIdentifiers(a: readonly string[], b: readonly string[], build: boolean): number {
   const n = Math.min(a.length, b.length);
