@@ -116,18 +116,23 @@ export function toF64(value: unknown): number | null {
   return null; // the JSON text of bool/null/array/object never parses as f64
 }
 
-const HAS_ASCII_UPPER = /[A-Z]/;
-const ALL_ASCII = /^[\x00-\x7f]*$/;
 const ASCII_UPPER_RUNS = /[A-Z]+/g;
 
 /**
  * Rust's `to_ascii_lowercase`: folds A–Z only, leaving every other code point untouched
- * (so `"É"` stays `"É"`). Returns the input itself when there is nothing to fold.
+ * (so `"É"` stays `"É"`). Returns the input itself when there is nothing to fold. One scan
+ * decides the cheapest path (this runs on every `icontains`/`starts_with`/`ends_with` test).
  */
 export function asciiLower(s: string): string {
-  if (!HAS_ASCII_UPPER.test(s)) return s;
-  if (ALL_ASCII.test(s)) return s.toLowerCase();
-  return s.replace(ASCII_UPPER_RUNS, lowerMatch);
+  let upper = false;
+  let ascii = true;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 65 && c <= 90) upper = true;
+    else if (c > 127) ascii = false;
+  }
+  if (!upper) return s;
+  return ascii ? s.toLowerCase() : s.replace(ASCII_UPPER_RUNS, lowerMatch);
 }
 function lowerMatch(m: string): string { return m.toLowerCase(); }
 

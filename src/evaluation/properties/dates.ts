@@ -13,8 +13,8 @@
  *    so the clamp is sticky: 31 Mar − 2m = 29 Jan), and the resulting wall clock is read back in
  *    the team timezone;
  * 2. RFC 3339 with `Z` or `±HH:MM` (separator `T`, `t` or space; seconds required);
- * 3. naive `YYYY-MM-DD`, `YYYY-MM-DD HH:MM[:SS[.f]]` or with `T`, read in the team timezone.
- *    Months, days, hours, minutes and seconds may have one or two digits, as chrono accepts;
+ * 3. naive `YYYY-MM-DD`, `YYYY-MM-DD HH:MM[:SS[.f]]` or with `T`, read in the team timezone,
+ *    with chrono's leniency (one-digit fields, whitespace before numbers, see the regexes);
  * 4. Rust's last resort, the `dateparser` crate: only a subset is implemented here
  *    ({@link parseFallback}); other exotic forms (month names, slashes, AM/PM, …) give `null`,
  *    so the comparison is false where Rust might parse them. Documented gap.
@@ -237,9 +237,15 @@ export function resolveRelativeDate(rel: RelativeDate, nowMs: number, zone: Zone
 // ---------------------------------------------------------------------------------------------
 // Absolute dates
 
-const RFC3339_RE = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/;
-const NAIVE_DATE_RE = /^(\d{4})-(\d{1,2})-(\d{1,2})$/;
-const NAIVE_DATETIME_RE = /^(\d{4})-(\d{1,2})-(\d{1,2})[T ](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d+))?)?$/;
+// chrono `parse_from_rfc3339`: fixed widths, `T`/`t`/space, seconds required, `Z`/`z` or
+// `±HH:MM` (colon required; U+2212 accepted as minus), offset below 24 h.
+const RFC3339_RE = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+\-\u2212])(\d{2}):(\d{2}))$/;
+// chrono `parse_from_str` with `%Y-%m-%d` and `%Y-%m-%d[ T]%H:%M[:%S%.f]`: every numeric field
+// may be preceded by whitespace and has 1 up to its width in digits (a year has 1–4, or a sign
+// and any number); the space in the format matches any run of whitespace, even none; `T` is
+// literal (upper case only).
+const NAIVE_DATE_RE = /^\s*(\d{1,4}|[+-]\d+)-\s*(\d{1,2})-\s*(\d{1,2})$/;
+const NAIVE_DATETIME_RE = /^\s*(\d{1,4}|[+-]\d+)-\s*(\d{1,2})-\s*(\d{1,2})(?:T|\s*)\s*(\d{1,2}):\s*(\d{1,2})(?::\s*(\d{1,2})(?:\.(\d+))?)?$/;
 // Subset of the `dateparser` crate (Rust's last resort; naive input there means UTC).
 const UNIX_TIMESTAMP_RE = /^[0-9]{10,19}$/;
 // postgres / ymd_hms_z: whitespace separator, then a numeric offset (`-08`, `+0800`, `+09:00`)
@@ -281,7 +287,7 @@ export function parseAbsoluteDate(s: string, zone: Zone): number | null {
     if (m[8] === undefined) return inRange(wall);
     const oh = +m[9], om = +m[10];
     if (oh > 23 || om > 59) return null;
-    const offset = (oh * HOUR_MS + om * MINUTE_MS) * (m[8] === '-' ? -1 : 1);
+    const offset = (oh * HOUR_MS + om * MINUTE_MS) * (m[8] === '+' ? 1 : -1);
     return inRange(wall - offset);
   }
   m = NAIVE_DATE_RE.exec(s);
