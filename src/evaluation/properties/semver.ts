@@ -182,7 +182,7 @@ export interface VersionReq {
   readonly comparators: readonly Comparator[];
 }
 
-const COMPARATOR_RE = /^(=|>=|>|<=|<|~|\^)?\s*([0-9]+|[*xX])(?:\.([0-9]+|[*xX]))?(?:\.([0-9]+|[*xX]))?(?:-([^+]*))?(?:\+(.*))?$/;
+const COMPARATOR_RE = /^(=|>=|>|<=|<|~|\^)? *([0-9]+|[*xX])(?:\.([0-9]+|[*xX]))?(?:\.([0-9]+|[*xX]))?(?:-([^+]*))?(?:\+(.*))?$/;
 
 function isWild(s: string | undefined): boolean {
   return s === '*' || s === 'x' || s === 'X';
@@ -201,9 +201,9 @@ function parseComparator(text: string): Comparator | 'star' | null {
     pre = p;
   }
   if (isWild(maj)) {
-    // `*`, `x`, `*.*`: any version; nothing may follow a wildcard but wildcards.
-    if ((min !== undefined && !isWild(min)) || (pat !== undefined && !isWild(pat)) || preText !== undefined) return null;
-    if (opText !== undefined && opText !== '=') return null;
+    // The crate accepts a wildcard major only as the whole requirement (`*`, `x`, `X`): not
+    // after an operator, not followed by anything (`*.*` is "unexpected after wildcard").
+    if (opText !== undefined || min !== undefined || pat !== undefined || preText !== undefined || buildText !== undefined) return null;
     return 'star';
   }
   const major = u64(maj);
@@ -229,7 +229,7 @@ export function parseVersionReq(text: string): VersionReq | null {
   const parts = text.split(',');
   const comparators: Comparator[] = [];
   for (const raw of parts) {
-    const t = raw.trim();
+    const t = trimSpaces(raw); // the crate skips ASCII spaces only (not tabs)
     if (t === '') return null;
     const c = parseComparator(t);
     if (c === null) return null;
@@ -237,6 +237,13 @@ export function parseVersionReq(text: string): VersionReq | null {
     comparators.push(c);
   }
   return { comparators };
+}
+
+function trimSpaces(s: string): string {
+  let a = 0, b = s.length;
+  while (a < b && s.charCodeAt(a) === 32) a++;
+  while (b > a && s.charCodeAt(b - 1) === 32) b--;
+  return s.slice(a, b);
 }
 
 function matchesExact(c: Comparator, v: Version): boolean {

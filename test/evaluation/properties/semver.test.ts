@@ -130,6 +130,7 @@ const rows: Row[] = [
   ['wildcard X.* next major', 'semver_wildcard', '1.*', '2.0.0', false],
   ['wildcard X.*.*', 'semver_wildcard', '1.*.*', '1.5.5', true],
   ['wildcard *', 'semver_wildcard', '*', '5.0.0', true],
+  ['wildcard *.* is rejected by the crate', 'semver_wildcard', '*.*', '5.0.0', false],
   ['wildcard * excludes pre-release', 'semver_wildcard', '*', '1.0.0-beta', false],
   ['wildcard x spelling', 'semver_wildcard', '1.2.x', '1.2.3', true],
   ['wildcard X spelling', 'semver_wildcard', '1.2.X', '1.2.3', true],
@@ -152,7 +153,8 @@ type ReqRow = [req: string, valid: boolean];
 const reqs: ReqRow[] = [
   ['~1.2.3', true], ['^0.0.0', true], ['1.2.x', true], ['*', true], ['x', true], ['>= 1.2, < 2', true],
   ['=1.2.3-beta', true], ['', false], ['1.*.3', false], ['01.2.3', false], ['1.2.*-beta', false],
-  ['^1.2.3.4', false], ['>=*', false], ['1.2.3,', false], ['*, 1.0.0', false],
+  ['^1.2.3.4', false], ['>=*', false], ['=*', false], ['*.*', false], ['1.2.3,', false], ['*, 1.0.0', false],
+  ['X', true], [' * ', true], ['>=\t1.0.0', false], ['>=  1.0.0 ,  <2', true], ['1.2.3+build', true], ['1.2-beta', false],
 ];
 for (const [req, valid] of reqs) {
   test(`parseVersionReq: ${JSON.stringify(req)}`, () => {
