@@ -330,3 +330,28 @@ test('person_metadata filters read the prefixed key (Rust lookup_key_for)', () =
   const person = compilePropertyFilter({ key: 'created_at', operator: 'is_set' }, { timezone: 'UTC' });
   assert.equal(person.lookupKey, 'created_at');
 });
+
+test('test() never throws, whatever the property value', () => {
+  const deep: unknown[] = [];
+  let cur = deep;
+  for (let i = 0; i < 200; i++) { const next: unknown[] = []; cur.push(next); cur = next; }
+  const weird: unknown[] = [
+    '', ' ', '\u0000', '\ud800', '😀', 'İ', 'x'.repeat(100_000), -0, 1e308, -1e-308, Number.MAX_SAFE_INTEGER + 2,
+    true, false, null, [], {}, deep, { a: { b: [1, { c: null }] } }, ['\ud800'], '-1d', '9999y', 'nan', 'inf',
+    '1.0.0-rc.1+build', '2024-02-30', '2024-03-10 02:30', 'v', '*',
+  ];
+  const values: Record<string, unknown> = {
+    exact: 'x', is_not: ['a', 1], icontains: 'É', not_icontains: 1, icontains_multi: ['a'], starts_with: '',
+    ends_with: null, regex: '^(?:a|b)+$', not_regex: '(?i)x', gt: '1e3', lte: 0, between: ['-inf', 'inf'],
+    not_between: [0, 1], is_date_before: '-1m', is_date_after: '2024-01-01', is_date_exact: '2024-01-01T00:00:00Z',
+    semver_eq: '1.0.0', semver_caret: '0', semver_wildcard: '*', in: 1, flag_evaluates_to: true,
+  };
+  for (const [operator, value] of Object.entries(values)) {
+    for (const timezone of ['UTC', 'America/New_York', 'Australia/Lord_Howe']) {
+      const f = compilePropertyFilter({ key: 'k', operator, value }, { timezone });
+      for (const w of weird) {
+        assert.equal(typeof f.test({ k: w }, NOW), 'boolean', `${operator} ${timezone}`);
+      }
+    }
+  }
+});
