@@ -25,6 +25,19 @@ import type { EvaluationRequest, EvaluationResult, FlagResult, StoredContext } f
 
 const SURVEY_PREFIX = 'survey-targeting-';
 
+/** Per project: an object with every live flag key (slot order) and how many there are. */
+const templates = new WeakMap<CompiledProject, { count: number; object: Record<string, FlagResult> }>();
+function templateOf(project: CompiledProject): { count: number; object: Record<string, FlagResult> } {
+  let t = templates.get(project);
+  if (t === undefined) {
+    const live = project.flags.filter((f) => f.live && f.key !== '__proto__');
+    t = { count: live.length, object: Object.fromEntries(live.map((f) => [f.key, null])) as unknown as Record<string, FlagResult> };
+    if (live.length !== project.flags.filter((f) => f.live).length) t.count = -1; // never use it with __proto__
+    templates.set(project, t);
+  }
+  return t;
+}
+
 function runtimeAllowed(flag: CompiledFlag, runtime: EvaluationRequest['runtime']): boolean {
   if (flag.runtime === 'all') return true;
   return runtime === flag.runtime;
@@ -76,7 +89,12 @@ function selectCandidates(project: CompiledProject, req: EvaluationRequest): Uin
 export function evaluateFlags(project: CompiledProject, req: EvaluationRequest, stored: StoredContext, nowMs: number): EvaluationResult {
   const selected = selectCandidates(project, req);
   const scope = new RequestScope(project, req, stored ?? {}, nowMs);
-  const out: Record<string, FlagResult> = {};
+  // Answering every live flag (the usual case): clone a fast-mode object that already has every
+  // key, so the stores below overwrite in place instead of growing a dictionary-mode object.
+  let count = 0;
+  for (let i = 0; i < selected.length; i++) count += selected[i]!;
+  const template = templateOf(project);
+  const out: Record<string, FlagResult> = count === template.count ? { ...template.object } : {};
   let errors = false;
   const flags = project.flags;
   for (let i = 0; i < flags.length; i++) {
