@@ -11,8 +11,9 @@
  *
  * Known gaps vs Rust, each documented in its file:
  * - numbers: JS cannot tell `1.0` from `1` after `JSON.parse` (`coerce.ts`);
- * - regex: JS `RegExp` stands in for `fancy_regex`; some syntax is refused, `\d\w\b` are ASCII,
- *   and nested unbounded quantifiers are refused to avoid exponential backtracking (`regex.ts`);
+ * - regex: a JS `RegExp` (`u` flag, Unicode classes translated) stands in for `fancy_regex`;
+ *   some syntax is refused, and nested unbounded quantifiers are refused to avoid exponential
+ *   backtracking; no backtrack limit otherwise (`regex.ts`);
  * - dates: only a subset of the `dateparser` fallback formats (`dates.ts`).
  *
  * Layout: `coerce.ts` (string forms, f64, case folding), `regex.ts`, `dates.ts`, `semver.ts`,

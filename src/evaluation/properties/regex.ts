@@ -5,27 +5,33 @@
  * limit error makes both `regex` and `not_regex` false) and research/posthog-flag-evaluation.md
  * §3.3 "regex".
  *
- * Translation (JavaScript without the `u` flag, so Annex-B accepts Rust's extra identity escapes
- * such as `\-`, `\#`, `\@`):
- * - leading inline flag groups `(?i)`, `(?m)`, `(?s)`, `(?x)`, `(?U)` (and `(?-i)` …) become JS
- *   flags, or are applied by the translator (`x`: whitespace and `#` comments dropped; `U`:
- *   greedy and lazy quantifiers swapped); `u` and `R` are accepted and ignored;
+ * Translation, into a JS pattern with the `u` flag (code-point semantics and Unicode property
+ * escapes, as Rust):
+ * - leading inline flag groups `(?i)`, `(?m)`, `(?s)`, `(?x)`, `(?U)`, `(?u)` (and `(?-u)` …)
+ *   become JS flags or are applied by the translator (`x`: whitespace and `#` comments dropped;
+ *   `U`: greedy and lazy swapped; `-u`: ASCII classes); `R` is accepted and ignored;
+ * - Unicode classes as Rust defines them: `\d` → `\p{Nd}`, `\s` → `\p{White_Space}`,
+ *   `\w` → Alphabetic + Mark + Nd + Pc + Join_Control, `\b`/`\B` → lookarounds over that `\w`;
+ *   `\pL`, `\p{Greek}`, `\p{sc=Greek}`, `\p{^L}`, `\P{…}` → JS property escapes (a bare script
+ *   name means Script_Extensions);
  * - `.` becomes `[^\n]` (Rust excludes only `\n`; JS also excludes `\r`, U+2028, U+2029), or
- *   `[\s\S]` under `s`;
+ *   `[^]` under `s`;
  * - `\A` → start of text, `\z` → end of text, `(?P<n>…)` → `(?<n>…)`, `(?P=n)` → `\k<n>`,
- *   `\x{…}`/`\u{…}`/`\uHHHH`/`\U{…}`/`\UHHHHHHHH` → `\uHHHH` (astral code points as surrogate
- *   pairs outside classes), `{,n}` → `{0,n}`, POSIX classes `[[:alpha:]]` → ASCII ranges.
+ *   `\x{…}`/`\u{…}`/`\uHHHH`/`\U{…}`/`\UHHHHHHHH` → `\u{…}`, `{,n}` → `{0,n}`, POSIX classes
+ *   `[[:alpha:]]` → ASCII ranges; Rust's escapes of any ASCII punctuation (`\-`, `\#`, `\@`)
+ *   become the literal character where the `u` flag forbids the escape.
  *
  * Unsupported (the pattern counts as invalid: both operators give false, and
  * {@link isValidRegex} says false; Rust would accept them): inline flags anywhere but the very
- * start, scoped flag groups `(?i:…)`, `\p{…}`/`\P{…}`, nested classes and class set operations
- * (`&&`, `--`, `~~`), negated POSIX classes, atomic groups, possessive quantifiers, `\<`, `\>`,
- * `\b{…}`, `\K`, `\Z`, astral code points inside classes.
+ * start, scoped flag groups `(?i:…)`, nested classes and class set operations (`&&`, `--`,
+ * `~~`), negated POSIX classes, `\W` inside a class, atomic groups, possessive quantifiers,
+ * `\<`, `\>`, `\b{…}`, `\K`, `\Z`, Unicode property names JS does not know verbatim (Rust also
+ * accepts loose spellings such as `\p{letter}` or `\p{ Greek }`).
  *
- * Dialect gaps that change results (documented, not translated): `\d`, `\w` and `\b` are ASCII
- * in JS but Unicode-aware in Rust (so `\d` misses `٣`, `\w` misses `é`); `(?i)` uses JS's simple
- * case folding (close to Rust's); under `(?m)`, JS `^`/`$` also treat `\r`, U+2028 and U+2029 as
- * line ends.
+ * Dialect gaps that remain: `(?i)` uses JS's simple case folding (Rust: simple case folding
+ * too, so differences are limited to Unicode-version skew); under `(?m)`, JS `^`/`$` also treat
+ * `\r`, U+2028 and U+2029 as line ends; fancy_regex rejects some lookbehinds JS accepts
+ * (variable length).
  *
  * Backtracking guard: V8 has no backtrack limit, while Rust runs plain patterns on the linear
  * `regex` crate and fancy ones under a 10,000-step limit. Two guards here:
@@ -59,26 +65,53 @@ const POSIX_CLASSES: Readonly<Record<string, string>> = {
   space: '\\t\\n\\v\\f\\r ', upper: 'A-Z', word: '0-9A-Za-z_', xdigit: '0-9A-Fa-f',
 };
 
-interface Flags { i: boolean; m: boolean; s: boolean; x: boolean; U: boolean }
+interface Flags { i: boolean; m: boolean; s: boolean; x: boolean; U: boolean; u: boolean }
 
 /** One open group while translating: whether it (transitively) holds an unbounded quantifier. */
 interface Frame { unbounded: boolean }
 
-function hex(cp: number): string {
-  return '\\u' + cp.toString(16).toUpperCase().padStart(4, '0');
+/** Rust's Unicode `\w` (UTS#18 Annex C), as the inside of a JS `u` class. */
+const WORD_UNICODE = '\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}';
+const WORD_ASCII = '0-9A-Za-z_';
+
+/** Characters JS allows after `\` in `u` mode outside a class (SyntaxCharacter and `/`). */
+const JS_SYNTAX_CHARS = new Set('^$\\.*+?()[]{}|/'.split(''));
+
+/** `\u{…}` for a code point (valid inside and outside classes with the `u` flag). */
+function codePoint(cp: number): string {
+  return '\\u{' + cp.toString(16).toUpperCase() + '}';
 }
 
-/** Emits a code point for use outside a class (astral as a surrogate pair, grouped). */
-function codePointOutside(cp: number): string {
-  if (cp <= 0xffff) return hex(cp);
-  const v = cp - 0x10000;
-  return '(?:' + hex(0xd800 + (v >> 10)) + hex(0xdc00 + (v & 0x3ff)) + ')';
+const PROPERTY_KEYS: Readonly<Record<string, string>> = {
+  gc: 'General_Category', General_Category: 'General_Category',
+  sc: 'Script', Script: 'Script', scx: 'Script_Extensions', Script_Extensions: 'Script_Extensions',
+};
+const propertyCache = new Map<string, string | null>();
+
+/**
+ * The JS property escape body for a Rust `\p{name}` (`L`, `Greek`, `sc=Greek`, `gc:Lu`, …), or
+ * `null` when JS does not know it verbatim. Each spelling is checked once by compiling it.
+ */
+function jsProperty(name: string): string | null {
+  const hit = propertyCache.get(name);
+  if (hit !== undefined) return hit;
+  const kv = /^\s*([A-Za-z_]+)\s*[=:]\s*([A-Za-z0-9_]+)\s*$/.exec(name);
+  const candidates = kv !== null
+    ? (PROPERTY_KEYS[kv[1]] !== undefined ? [`${PROPERTY_KEYS[kv[1]]}=${kv[2]}`] : [])
+    : [name.trim(), `Script_Extensions=${name.trim()}`];
+  let found: string | null = null;
+  for (const c of candidates) {
+    if (!/^[A-Za-z0-9_=]+$/.test(c)) continue;
+    try { new RegExp(`\\p{${c}}`, 'u'); found = c; break; } catch { /* try the next spelling */ }
+  }
+  propertyCache.set(name, found);
+  return found;
 }
 
 class Translator {
   private i = 0;
   private out = '';
-  private readonly flags: Flags = { i: false, m: false, s: false, x: false, U: false };
+  private readonly flags: Flags = { i: false, m: false, s: false, x: false, U: false, u: true };
   private readonly stack: Frame[] = [{ unbounded: false }];
   /** Whether the last emitted atom was a group that holds an unbounded quantifier. */
   private lastAtomUnbounded = false;
@@ -92,7 +125,7 @@ class Translator {
     while (this.i < this.p.length) this.term();
     if (this.stack.length !== 1) throw new Unsupported('unbalanced');
     if (this.maxBackref > this.groups) throw new Unsupported('backreference to a missing group');
-    return { source: this.out, flags: (this.flags.i ? 'i' : '') + (this.flags.m ? 'm' : '') };
+    return { source: this.out, flags: 'u' + (this.flags.i ? 'i' : '') + (this.flags.m ? 'm' : '') };
   }
 
   private leadingFlags(): void {
@@ -109,8 +142,8 @@ class Translator {
 
   private setFlags(letters: string, on: boolean): void {
     for (const c of letters) {
-      if (c === 'i' || c === 'm' || c === 's' || c === 'x' || c === 'U') this.flags[c] = on;
-      else if (c !== 'u' && c !== 'R') throw new Unsupported(`flag ${c}`);
+      if (c === 'i' || c === 'm' || c === 's' || c === 'x' || c === 'U' || c === 'u') this.flags[c] = on;
+      else if (c !== 'R') throw new Unsupported(`flag ${c}`);
     }
   }
 
@@ -133,11 +166,18 @@ class Translator {
       case '(': this.group(); return;
       case ')': this.closeGroup(); return;
       case '[': this.atom(this.klass()); return;
-      case '.': this.i++; this.atom(this.flags.s ? '[\\s\\S]' : '[^\\n]'); return;
+      case '.': this.i++; this.atom(this.flags.s ? '[^]' : '[^\\n]'); return;
       case '\\': this.atom(this.escape(false)); return;
       case '*': case '+': case '?': case '{': this.quantifier(); return;
       case '|': case '^': case '$': this.i++; this.out += c; this.lastAtomUnbounded = false; return;
-      default: this.i++; this.atom(c === '/' ? '\\/' : c); return;
+      case ']': case '}': case '/': this.i++; this.atom('\\' + c); return; // literal in Rust; escaped for `u`
+      default: {
+        // One code point (a surrogate pair stays together so a quantifier applies to all of it).
+        const len = this.p.codePointAt(this.i)! > 0xffff ? 2 : 1;
+        this.atom(this.p.slice(this.i, this.i + len));
+        this.i += len;
+        return;
+      }
     }
   }
 
@@ -204,7 +244,12 @@ class Translator {
     this.lastAtomUnbounded = false;
   }
 
-  /** An escape at `\`; returns its JS text. Inside a class, astral code points are unsupported. */
+  /** The inside of a JS class for Rust's `\w` under the current `u` flag. */
+  private wordSet(): string {
+    return this.flags.u ? WORD_UNICODE : WORD_ASCII;
+  }
+
+  /** An escape at `\`; returns its JS text (`inClass`: for use inside a class). */
   private escape(inClass: boolean): string {
     const p = this.p;
     const c = p[this.i + 1];
@@ -217,17 +262,52 @@ class Translator {
       this.maxBackref = Math.max(this.maxBackref, Number(n));
       return '(?:\\' + n + ')';
     }
+    const u = this.flags.u;
     switch (c) {
-      case 'd': case 'D': case 'w': case 'W': case 's': case 'S':
+      case 'd': return u ? '\\p{Nd}' : inClass ? '0-9' : '[0-9]';
+      case 'D':
+        if (u) return '\\P{Nd}';
+        if (inClass) throw new Unsupported('\\D inside a class under (?-u)');
+        return '[^0-9]';
+      case 's': return u ? '\\p{White_Space}' : inClass ? '\\t\\n\\v\\f\\r ' : '[\\t\\n\\v\\f\\r ]';
+      case 'S':
+        if (u) return '\\P{White_Space}';
+        if (inClass) throw new Unsupported('\\S inside a class under (?-u)');
+        return '[^\\t\\n\\v\\f\\r ]';
+      case 'w': return inClass ? this.wordSet() : '[' + this.wordSet() + ']';
+      case 'W':
+        if (inClass) throw new Unsupported('\\W inside a class');
+        return '[^' + this.wordSet() + ']';
       case 'n': case 't': case 'r': case 'f': case 'v':
         return '\\' + c;
-      case 'b': case 'B':
+      case 'b': case 'B': {
         if (inClass) throw new Unsupported('\\b in class');
         if (p[this.i] === '{') throw new Unsupported('\\b{...}');
-        return '\\' + c;
+        const w = '[' + this.wordSet() + ']';
+        return c === 'b'
+          ? `(?:(?<=${w})(?!${w})|(?<!${w})(?=${w}))`
+          : `(?:(?<=${w})(?=${w})|(?<!${w})(?!${w}))`;
+      }
+      case 'p': case 'P': {
+        let name: string;
+        if (p[this.i] === '{') {
+          const close = p.indexOf('}', this.i);
+          if (close < 0) throw new Unsupported('unclosed \\p{');
+          name = p.slice(this.i + 1, close);
+          this.i = close + 1;
+        } else {
+          name = p[this.i] ?? '';
+          this.i += 1;
+        }
+        let negated = c === 'P';
+        if (name.startsWith('^')) { negated = !negated; name = name.slice(1); }
+        const prop = jsProperty(name);
+        if (prop === null) throw new Unsupported(`unknown Unicode class ${JSON.stringify(name)}`);
+        return (negated ? '\\P{' : '\\p{') + prop + '}';
+      }
       case 'a': return '\\x07';
-      case 'A': if (inClass) throw new Unsupported('\\A in class'); return '(?<![\\s\\S])';
-      case 'z': if (inClass) throw new Unsupported('\\z in class'); return '(?![\\s\\S])';
+      case 'A': if (inClass) throw new Unsupported('\\A in class'); return '(?<![^])';
+      case 'z': if (inClass) throw new Unsupported('\\z in class'); return '(?![^])';
       case 'k': {
         const m = /^<([A-Za-z_][A-Za-z0-9_]*)>/.exec(p.slice(this.i));
         if (m === null || inClass) throw new Unsupported('\\k');
@@ -243,14 +323,14 @@ class Translator {
         this.i += m[0].length;
         const cp = parseInt(m[1], 16);
         if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) throw new Unsupported('bad code point');
-        if (cp > 0xffff && inClass) throw new Unsupported('astral code point in class');
-        return inClass ? hex(cp) : codePointOutside(cp);
+        return codePoint(cp);
       }
       default: {
         const code = c.charCodeAt(0);
         // Rust allows escaping any ASCII character but [0-9A-Za-z<>] (`\<`/`\>` are boundaries).
         if (code >= 128 || code < 32 || /[0-9A-Za-z<>]/.test(c)) throw new Unsupported('escape \\' + c);
-        return '\\' + c;
+        if (JS_SYNTAX_CHARS.has(c) || (inClass && c === '-')) return '\\' + c;
+        return c; // the `u` flag forbids `\#`, `\@`, …; the bare character means the same
       }
     }
   }
@@ -280,10 +360,9 @@ class Translator {
       }
       if (c === '\\') { out += this.escape(true); continue; }
       if (c === ']' || c === '/') { out += '\\' + c; this.i++; continue; }
-      const code = c.codePointAt(0)!;
-      if (code > 0xffff) throw new Unsupported('astral code point in class');
-      out += c;
-      this.i++;
+      const len = p.codePointAt(this.i)! > 0xffff ? 2 : 1;
+      out += p.slice(this.i, this.i + len);
+      this.i += len;
     }
   }
 }
