@@ -111,6 +111,8 @@ export const UTC_ZONE: Zone = { name: 'UTC', fmt: null, cache: new Map(), parsed
  * Resolves an IANA timezone name once (cached per name); an unknown name gives `null`.
  */
 export function resolveZone(name: string): Zone | null {
+  // Guard: Intl treats an undefined timeZone as the host's zone, which must never leak in.
+  if (typeof name !== 'string' || name === '') return null;
   const hit = zones.get(name);
   if (hit) return hit;
   if (UTC_NAMES.has(name)) return UTC_ZONE;

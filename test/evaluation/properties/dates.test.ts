@@ -133,6 +133,8 @@ const parseRows: ParseRow[] = [
   ['not a string', 1704067200, NOW, 'UTC', null],
   ['null', null, NOW, 'UTC', null],
   ['unknown timezone falls back to UTC', '2024-06-01', NOW, 'Mars/Olympus_Mons', utc(2024, 6, 1)],
+  ['empty timezone falls back to UTC (never the host zone)', '2024-06-01', NOW, '', utc(2024, 6, 1)],
+  ['missing timezone falls back to UTC', '2024-06-01', NOW, undefined as unknown as string, utc(2024, 6, 1)],
 ];
 
 for (const [name, value, nowMs, tz, expected] of parseRows) {
