@@ -88,8 +88,10 @@ const hasOwn = Object.prototype.hasOwnProperty;
 
 /**
  * Compiles a property filter. Throws {@link PropertyFilterError} where Rust fails to parse the
- * filter: non-string `key` (field `key`), unknown or non-string `operator` (field `operator`);
- * with `strict`, also for match-time errors (see {@link CompileOptions.strict}).
+ * filter: non-string `key` (field `key`), unknown or non-string `operator` (field `operator`),
+ * non-integer `group_type_index`, non-string `type`; with `strict`, also for match-time errors
+ * (see {@link CompileOptions.strict}). `type` itself is not checked against a list (routing is
+ * the caller's job); `person_metadata` changes the key read ({@link propertyLookupKey}).
  */
 export function compilePropertyFilter(filter: PropertyFilter, opts: CompileOptions): CompiledPropertyFilter {
   if (filter === null || typeof filter !== 'object') throw new PropertyFilterError('filter', 'a property filter must be an object');
@@ -104,7 +106,14 @@ export function compilePropertyFilter(filter: PropertyFilter, opts: CompileOptio
   if (zone === null && opts.strict) throw new PropertyFilterError('timezone', `unknown timezone ${JSON.stringify(opts.timezone)}`);
   const { present, missing } = compileOperator(operator, filter.value, { zone: zone ?? UTC_ZONE, strict: opts.strict === true });
   const gti = filter.group_type_index;
-  const type = typeof filter.type === 'string' ? filter.type : 'person';
+  if (gti !== undefined && gti !== null && !Number.isInteger(gti)) {
+    throw new PropertyFilterError('group_type_index', 'group_type_index must be an integer or null');
+  }
+  const rawType = filter.type;
+  if (rawType !== undefined && rawType !== null && typeof rawType !== 'string') {
+    throw new PropertyFilterError('type', 'type must be a string');
+  }
+  const type = typeof rawType === 'string' ? rawType : 'person';
   const lookupKey = propertyLookupKey(key, type);
   return Object.freeze({
     key,
