@@ -9,8 +9,16 @@
  * follows Rust. Matching is evaluated with Rust's `partial_props = false` and a match-time error
  * counts as `false`, as `flag_matching.rs` does with `.unwrap_or(false)`.
  *
+ * Errors: {@link compilePropertyFilter} throws {@link PropertyFilterError} only where Rust fails
+ * to deserialise the filter (unknown operator, bad key/type/group_type_index). What Rust only
+ * meets at match time (malformed `between` bounds, invalid semver/date/regex filter values,
+ * `in`/`not_in`/`flag_evaluates_to` on a plain property) compiles to Rust's answer (`false`,
+ * or the negated operator's missing-key `true`) unless `strict: true` is passed, which the
+ * control plane's validator uses to reject such filters on write.
+ *
  * Known gaps vs Rust, each documented in its file:
- * - numbers: JS cannot tell `1.0` from `1` after `JSON.parse` (`coerce.ts`);
+ * - numbers: JS cannot tell `1.0` from `1` after `JSON.parse`; object keys keep insertion order
+ *   where serde_json sorts them (`coerce.ts`);
  * - regex: a JS `RegExp` (`u` flag, Unicode classes translated) stands in for `fancy_regex`;
  *   some syntax is refused, and nested unbounded quantifiers are refused to avoid exponential
  *   backtracking; no backtrack limit otherwise (`regex.ts`);
