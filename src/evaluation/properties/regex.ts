@@ -35,19 +35,24 @@
  *
  * Backtracking guard: V8 has no backtrack limit, while Rust runs plain patterns on the linear
  * `regex` crate and fancy ones under a 10,000-step limit. Two guards here:
- * - a pattern with an unbounded quantifier applied to a group that itself holds an unbounded
- *   quantifier (the shape of `(a+)+`, `(\w+\.)*`, `(?:[a-z]+|[0-9]+)*`) is refused as
- *   unsupported: V8 is exponential on such patterns (measured: `(?:[a-z]+|[a-z0-9]+)*@` takes
- *   5 s on 16 characters), and no subject-length cap small enough to be safe would leave them
- *   useful. Rust would accept and evaluate them; {@link describeRegexProblem} says why. Other
- *   ambiguous shapes (`(a|aa)*b`) are not detected;
+ * - an unbounded quantifier applied to a group that itself holds an unbounded quantifier is
+ *   refused as unsupported unless every unbounded atom inside the group is followed by a
+ *   mandatory literal it cannot match (a separator, after it or starting the next iteration):
+ *   `([a-z0-9-]+\.)*posthog\.com` and `\w+(\.\w+)*@` are accepted,
+ *   while `(a+)+`, `(\w+\s?)*`, `(\w+\d+)*`, `(?:[a-z]+|[0-9]+)*` and deeper nesting are
+ *   refused. V8 is exponential on the refused shapes (measured: `(?:[a-z]+|[a-z0-9]+)*@` takes
+ *   5 s on 16 characters) and no subject-length cap small enough to be safe would leave them
+ *   useful. Rust would accept and evaluate them; {@link describeRegexProblem} says why.
+ *   Ambiguity without nested quantifiers (`(a|aa)*b`) is not detected;
  * - a subject longer than {@link MAX_REGEX_SUBJECT_LENGTH} UTF-16 units is treated like Rust's
- *   limit error: no match for either operator. This bounds, but does not remove, polynomial
- *   blow-ups such as `.*a.*a.*b`. A linear-time engine would remove both gaps.
+ *   limit error: no match for either operator. Even plain patterns are quadratic in V8 when
+ *   unanchored (measured: `\w+@` on 10,000 letters takes ~200 ms, on 2,048 ~5 ms), so the cap
+ *   is sized for URLs and e-mails, not for documents. It bounds, but does not remove,
+ *   polynomial blow-ups such as `.*a.*a.*b`. A linear-time engine would remove both gaps.
  */
 
 /** Subjects longer than this (UTF-16 code units) never match (`regex` and `not_regex` false). */
-export const MAX_REGEX_SUBJECT_LENGTH = 10_000;
+export const MAX_REGEX_SUBJECT_LENGTH = 2048;
 
 /** A pattern compiled once. */
 export interface CompiledRegex {
@@ -67,8 +72,46 @@ const POSIX_CLASSES: Readonly<Record<string, string>> = {
 
 interface Flags { i: boolean; m: boolean; s: boolean; x: boolean; U: boolean; u: boolean }
 
-/** One open group while translating: whether it (transitively) holds an unbounded quantifier. */
-interface Frame { unbounded: boolean }
+/**
+ * One open group while translating, for the backtracking analysis (see the module doc).
+ * - `unbounded`: the group holds an unbounded quantifier (transitively);
+ * - `ambiguous`: one iteration of the group can split its input in more than one way, so
+ *   repeating the group is exponential (`(\w+\d+)*`, `(\w+\.?)*`, `(a+|b)*`);
+ * - `pending`: JS text of the last atom given an unbounded quantifier that is not yet followed
+ *   by a literal it cannot match (a *separator*, as `\.` after `[a-z]+`);
+ * - `first`: the literal the group must start with (`undefined` before its first atom, `null`
+ *   when that atom is not a mandatory literal); it separates a trailing `pending` atom from the
+ *   next iteration, as `\.` does in `\w+(\.\w+)*`;
+ * - `lookaround`: zero-width group; its inside never splits the input of a repetition.
+ */
+interface Frame {
+  unbounded: boolean;
+  ambiguous: boolean;
+  alternation: boolean;
+  pending: string | null;
+  first: string | null | undefined;
+  atoms: number;
+  readonly lookaround: boolean;
+}
+
+/** What a following quantifier would apply to. */
+type LastAtom =
+  | { readonly kind: 'group'; readonly frame: Frame }
+  | { readonly kind: 'atom'; readonly text: string; readonly separator: boolean }
+  | null;
+
+function newFrame(lookaround: boolean): Frame {
+  return { unbounded: false, ambiguous: false, alternation: false, pending: null, first: undefined, atoms: 0, lookaround };
+}
+
+/** Whether the JS atom `atomText` matches the single character `ch` (checked at compile time). */
+function atomMatches(atomText: string, ch: string, ignoreCase: boolean): boolean {
+  try {
+    return new RegExp('^(?:' + atomText + ')$', ignoreCase ? 'ui' : 'u').test(ch);
+  } catch {
+    return true; // unknown: assume it may match (conservative)
+  }
+}
 
 /** Rust's Unicode `\w` (UTS#18 Annex C), as the inside of a JS `u` class. */
 const WORD_UNICODE = '\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}';
@@ -112,9 +155,10 @@ class Translator {
   private i = 0;
   private out = '';
   private readonly flags: Flags = { i: false, m: false, s: false, x: false, U: false, u: true };
-  private readonly stack: Frame[] = [{ unbounded: false }];
-  /** Whether the last emitted atom was a group that holds an unbounded quantifier. */
-  private lastAtomUnbounded = false;
+  private readonly stack: Frame[] = [newFrame(false)];
+  private lastAtom: LastAtom = null;
+  /** The literal character the last {@link escape} stood for, or `null` (a class, an assertion, …). */
+  private escLiteral: string | null = null;
   private groups = 0;
   private maxBackref = 0;
 
@@ -165,40 +209,66 @@ class Translator {
     switch (c) {
       case '(': this.group(); return;
       case ')': this.closeGroup(); return;
-      case '[': this.atom(this.klass()); return;
-      case '.': this.i++; this.atom(this.flags.s ? '[^]' : '[^\\n]'); return;
-      case '\\': this.atom(this.escape(false)); return;
+      case '[': this.atom(this.klass(), null); return;
+      case '.': this.i++; this.atom(this.flags.s ? '[^]' : '[^\\n]', null); return;
+      case '\\': { const text = this.escape(false); this.atom(text, this.escLiteral); return; }
       case '*': case '+': case '?': case '{': this.quantifier(); return;
-      case '|': case '^': case '$': this.i++; this.out += c; this.lastAtomUnbounded = false; return;
-      case ']': case '}': case '/': this.i++; this.atom('\\' + c); return; // literal in Rust; escaped for `u`
+      case '|': {
+        this.i++;
+        this.out += c;
+        const top = this.top();
+        top.alternation = true;
+        if (top.pending !== null) { top.ambiguous = true; top.pending = null; } // `(a+|b)`
+        this.lastAtom = null;
+        return;
+      }
+      case '^': case '$': this.i++; this.out += c; this.lastAtom = null; return; // zero-width
+      case ']': case '}': case '/': this.i++; this.atom('\\' + c, c); return; // literal in Rust; escaped for `u`
       default: {
         // One code point (a surrogate pair stays together so a quantifier applies to all of it).
         const len = this.p.codePointAt(this.i)! > 0xffff ? 2 : 1;
-        this.atom(this.p.slice(this.i, this.i + len));
+        const ch = this.p.slice(this.i, this.i + len);
         this.i += len;
+        this.atom(ch, ch);
         return;
       }
     }
   }
 
-  private atom(text: string, unboundedGroup = false): void {
+  private top(): Frame {
+    return this.stack[this.stack.length - 1];
+  }
+
+  /** Emits a non-group atom; `literal` is the one character it matches, if it is a literal. */
+  private atom(text: string, literal: string | null): void {
     this.out += text;
-    this.lastAtomUnbounded = unboundedGroup;
+    const top = this.top();
+    top.atoms++;
+    if (top.first === undefined) top.first = literal;
+    let separator = false;
+    if (top.pending !== null) {
+      separator = literal !== null && !atomMatches(top.pending, literal, this.flags.i);
+      if (!separator) top.ambiguous = true; // `\w+\d`, `\w+\b`, `.+\.`
+      top.pending = null;
+    }
+    this.lastAtom = { kind: 'atom', text, separator };
   }
 
   private group(): void {
     const rest = this.p.slice(this.i);
     let open: string;
+    let lookaround = false;
     let m: RegExpExecArray | null;
     if ((m = /^\(\?P=([A-Za-z_][A-Za-z0-9_]*)\)/.exec(rest)) !== null) {
       this.i += m[0].length;
-      this.atom('\\k<' + m[1] + '>');
+      this.atom('\\k<' + m[1] + '>', null);
       return;
     }
     if ((m = /^\(\?P?<([A-Za-z_][A-Za-z0-9_]*)>/.exec(rest)) !== null) {
       open = '(?<' + m[1] + '>'; this.groups++;
     } else if ((m = /^\(\?(?::|=|!|<=|<!)/.exec(rest)) !== null) {
       open = m[0];
+      lookaround = open !== '(?:';
     } else if (rest.startsWith('(?')) {
       throw new Unsupported('inline flags, atomic or other special group');
     } else {
@@ -206,15 +276,29 @@ class Translator {
     }
     this.i += m[0].length;
     this.out += open;
-    this.stack.push({ unbounded: false });
+    const parent = this.top();
+    const frame = newFrame(lookaround);
+    if (!lookaround) { frame.pending = parent.pending; parent.pending = null; } // the group's first atom may separate
+    this.stack.push(frame);
+    this.lastAtom = null;
   }
 
   private closeGroup(): void {
     if (this.stack.length === 1) throw new Unsupported('unbalanced )');
     this.i++;
     const frame = this.stack.pop()!;
-    if (frame.unbounded) this.stack[this.stack.length - 1].unbounded = true;
-    this.atom(')', frame.unbounded);
+    // Alternatives that can both consume input make each iteration ambiguous: `(\w+|\d+)`.
+    if (frame.alternation && frame.unbounded) frame.ambiguous = true;
+    this.out += ')';
+    const parent = this.top();
+    parent.atoms++;
+    if (parent.first === undefined) parent.first = null; // a group: its first character is not analysed
+    if (!frame.lookaround) {
+      parent.unbounded ||= frame.unbounded;
+      parent.ambiguous ||= frame.ambiguous;
+      parent.pending = frame.pending; // a trailing `\w+` still wants a separator after the group
+    }
+    this.lastAtom = { kind: 'group', frame };
   }
 
   private quantifier(): void {
@@ -236,12 +320,35 @@ class Translator {
     if (p[this.i] === '?') { lazy = true; this.i++; }
     else if (p[this.i] === '+') throw new Unsupported('possessive quantifier');
     if (this.flags.U) lazy = !lazy;
-    if (unbounded) {
-      if (this.lastAtomUnbounded) throw new Unsupported('nested unbounded quantifiers (exponential backtracking in V8)');
-      this.stack[this.stack.length - 1].unbounded = true;
+    const optional = c === '?' || c === '*' || q.startsWith('{0');
+    const top = this.top();
+    const last = this.lastAtom;
+    if (last !== null && last.kind === 'group') {
+      const g = last.frame;
+      // A trailing unbounded atom is fine when the group's mandatory first literal, which starts
+      // the next iteration, cannot be matched by it.
+      const cyclic = g.pending === null
+        || (typeof g.first === 'string' && !atomMatches(g.pending, g.first, this.flags.i));
+      if (unbounded && g.unbounded && (g.ambiguous || !cyclic || g.lookaround)) {
+        throw new Unsupported('nested unbounded quantifiers without a separating literal (exponential backtracking in V8)');
+      }
+      if (unbounded || g.unbounded) {
+        top.unbounded = true;
+        // A repeated group inside a group that is itself repeated: not analysed further.
+        if (unbounded && g.unbounded) top.ambiguous = true;
+      }
+      if (optional && g.unbounded) top.ambiguous = true;
+    } else if (last !== null && last.kind === 'atom') {
+      if (optional && last.separator) top.ambiguous = true; // `(\w+\.?)*`: the separator is optional
+      if (optional && top.atoms === 1) top.first = null; // an optional first literal separates nothing
+      if (unbounded) {
+        if (top.pending !== null) top.ambiguous = true;
+        top.pending = last.text;
+        top.unbounded = true;
+      }
     }
     this.out += q + (lazy ? '?' : '');
-    this.lastAtomUnbounded = false;
+    this.lastAtom = null;
   }
 
   /** The inside of a JS class for Rust's `\w` under the current `u` flag. */
@@ -255,6 +362,7 @@ class Translator {
     const c = p[this.i + 1];
     if (c === undefined) throw new Unsupported('trailing backslash');
     this.i += 2;
+    this.escLiteral = null;
     if (c >= '1' && c <= '9') {
       if (inClass) throw new Unsupported('backreference in class');
       let n = c;
@@ -279,6 +387,7 @@ class Translator {
         if (inClass) throw new Unsupported('\\W inside a class');
         return '[^' + this.wordSet() + ']';
       case 'n': case 't': case 'r': case 'f': case 'v':
+        this.escLiteral = ({ n: '\n', t: '\t', r: '\r', f: '\f', v: '\v' } as Record<string, string>)[c];
         return '\\' + c;
       case 'b': case 'B': {
         if (inClass) throw new Unsupported('\\b in class');
@@ -305,7 +414,7 @@ class Translator {
         if (prop === null) throw new Unsupported(`unknown Unicode class ${JSON.stringify(name)}`);
         return (negated ? '\\P{' : '\\p{') + prop + '}';
       }
-      case 'a': return '\\x07';
+      case 'a': this.escLiteral = '\x07'; return '\\x07';
       case 'A': if (inClass) throw new Unsupported('\\A in class'); return '(?<![^])';
       case 'z': if (inClass) throw new Unsupported('\\z in class'); return '(?![^])';
       case 'k': {
@@ -323,12 +432,14 @@ class Translator {
         this.i += m[0].length;
         const cp = parseInt(m[1], 16);
         if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) throw new Unsupported('bad code point');
+        this.escLiteral = String.fromCodePoint(cp);
         return codePoint(cp);
       }
       default: {
         const code = c.charCodeAt(0);
         // Rust allows escaping any ASCII character but [0-9A-Za-z<>] (`\<`/`\>` are boundaries).
         if (code >= 128 || code < 32 || /[0-9A-Za-z<>]/.test(c)) throw new Unsupported('escape \\' + c);
+        this.escLiteral = c;
         if (JS_SYNTAX_CHARS.has(c) || (inClass && c === '-')) return '\\' + c;
         return c; // the `u` flag forbids `\#`, `\@`, …; the bare character means the same
       }

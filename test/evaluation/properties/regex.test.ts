@@ -41,7 +41,26 @@ const validity: ValidRow[] = [
   ['a]b}', true, 'lone ] and } are literals'],
   ['(a+)+', false, 'nested unbounded quantifiers (exponential in V8)'],
   ['(?:[a-z]+|[0-9]+)*@', false, 'nested unbounded quantifiers in alternation'],
-  ['(\\w+\\.)*com', false, 'nested unbounded quantifiers (refused even when benign)'],
+  ['(\\w+\\.)*com', true, 'nested quantifier with a separating literal'],
+  ['^([a-z0-9-]+\\.)*posthog\\.com$', true, 'domain pattern: separator the class cannot match'],
+  ['^(?:[^/]+/)*index\\.html$', true, 'path pattern: separator excluded by a negated class'],
+  ['((\\w+)\\.)+x', true, 'separator after an inner group'],
+  ['^\\w+(\\.\\w+)*@', true, 'leading separator of the next iteration'],
+  ['^[a-z]+(-[a-z]+)*$', true, 'slug pattern: leading separator'],
+  ['^\\w+(\\.?\\w+)*@', false, 'optional leading separator'],
+  ['(a\\w+)*', false, 'leading literal the trailing atom can match'],
+  ['(?:a\\x{2E}?)+', true, 'bounded atoms need no separator'],
+  ['(\\w+\\s?)*', false, 'optional separator (classic exponential)'],
+  ['(\\w+\\.?)*', false, 'optional literal separator'],
+  ['(\\w+\\d+)*', false, 'adjacent unbounded atoms'],
+  ['(.+\\.)*x', false, 'separator matched by the repeated atom'],
+  ['(?i)([a-z]+X)*', false, 'separator matched under (?i)'],
+  ['(x\\w+)*', false, 'unbounded atom at the end of the group'],
+  ['(\\d+\\.\\d+)*', false, 'trailing unbounded atom meets the next iteration'],
+  ['(\\w+|\\d+)*', false, 'alternation of unbounded branches'],
+  ['(a|b+)*', false, 'unbounded branch at the end'],
+  ['((\\w+\\.)+x)*', false, 'three levels of repetition'],
+  ['(\\w+(?=\\.))*', false, 'a lookahead is no separator'],
   ['(a+){2}', true, 'bounded outer repetition'],
   ['(a{1,3})+', true, 'bounded inner repetition'],
   ['(?P<year>\\d{4})', true, 'Python-style named group'],
@@ -149,6 +168,10 @@ const matches: MatchRow[] = [
   ['^(?=.*[a-z])(?=.*[A-Z])(?=.*\\d).{8,}$', 'SecurePass123', true, 'Rust: password rule'],
   ['^(?=.*[a-z])(?=.*[A-Z])(?=.*\\d).{8,}$', 'SHORT1', false, 'Rust: password rule, no'],
   ['\\.com$', 'value.com', true, 'Rust: escaped dot'],
+  ['^([a-z0-9-]+\\.)*posthog\\.com$', 'eu.app.posthog.com', true, 'accepted nested pattern matches'],
+  ['^([a-z0-9-]+\\.)*posthog\\.com$', 'posthog.com', true, 'accepted nested pattern, zero iterations'],
+  ['^([a-z0-9-]+\\.)*posthog\\.com$', 'evil.com', false, 'accepted nested pattern, no match'],
+  ['^\\w+(\\.\\w+)*@', 'first.middle.last@x.io', true, 'leading-separator pattern matches'],
 ];
 for (const [pattern, subject, expected, why] of matches) {
   test(`regex ${JSON.stringify(pattern)} on ${JSON.stringify(subject)}: ${why}`, () => {
@@ -158,6 +181,12 @@ for (const [pattern, subject, expected, why] of matches) {
     assert.equal(g.test({ s: subject }, 0), isValidRegex(pattern) ? !expected : false);
   });
 }
+
+test('accepted nested patterns stay fast on adversarial input', () => {
+  const f = compilePropertyFilter({ key: 's', operator: 'regex', value: '^([a-z0-9-]+\\.)*posthog\\.com$' }, { timezone: 'UTC' });
+  assert.equal(f.test({ s: 'a'.repeat(2000) + '!' }, 0), false);
+  assert.equal(f.test({ s: 'ab.'.repeat(680) + '!' }, 0), false);
+});
 
 test('refused patterns are false for both operators and cheap', () => {
   const hay = { s: 'a'.repeat(64) + '!' };
