@@ -193,8 +193,9 @@ run('regex / not_regex', [
   ['invalid pattern: not_regex missing still true', 'not_regex', '(', MISSING, true],
   ['invalid pattern: regex missing', 'regex', '(', MISSING, false],
   ['email domain', 'regex', '@posthog\\.com$', 'ben@posthog.com', true],
-  ['subject over the length cap', 'regex', 'a', 'a'.repeat(10_001), false],
-  ['not_regex over the length cap', 'not_regex', 'b', 'a'.repeat(10_001), false],
+  ['subject at the length cap (2048)', 'regex', 'a$', 'a'.repeat(2048), true],
+  ['subject over the length cap', 'regex', 'a', 'a'.repeat(2049), false],
+  ['not_regex over the length cap', 'not_regex', 'b', 'a'.repeat(2049), false],
 ]);
 
 run('gt / gte / lt / lte', [
