@@ -29,8 +29,7 @@
  *   SHA-1 compression (sha1-unrolled.ts)          ~25 %
  *   message assembly + padding (hash.ts)          ~13 %   → SHA-1 ≈ 40 % in all: 30 hashes/request
  *                                                           (20 rollouts + 10 variants; the 20
- *                                                           100 % flags and the boolean flags'
- *                                                           variant step hash nothing)
+ *                                                           boolean flags at 100 % hash nothing)
  *   evaluateFlags loop + result object stores     ~18 %   (a fast-mode key template is cloned
  *                                                           per request; dictionary mode was worse)
  *   matchFlag + filtersPass + result objects      ~15 %
