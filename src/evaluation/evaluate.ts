@@ -51,8 +51,8 @@ function tagsAllowed(flag: CompiledFlag, envs: readonly string[] | null | undefi
   return false;
 }
 
-/** Which flags of `project` this request answers, by slot. */
-function selectCandidates(project: CompiledProject, req: EvaluationRequest): Uint8Array {
+/** Which flags of `project` this request answers, by slot (1 = answered). */
+export function selectCandidates(project: CompiledProject, req: EvaluationRequest): Uint8Array {
   const flags = project.flags;
   const selected = new Uint8Array(flags.length);
   const surveyOnly = req.only_evaluate_survey_feature_flags === true;
