@@ -7,7 +7,7 @@
  * - with `only_evaluate_survey_feature_flags`, its key starts with `survey-targeting-`;
  * - runtime: `req.runtime` "client" keeps flags whose `evaluation_runtime` is client or all,
  *   "server" keeps server or all, null (undetermined) keeps only all; a missing or unknown
- *   runtime counts as all (spec/API.md §4.4 rule 3);
+ *   runtime counts as all (spec/API.md §4.4 rule 3); `req.runtime: 'all'` (internal callers) keeps every flag;
  * - evaluation tags: a flag with tags is kept only if a tag equals one of
  *   `req.evaluation_environments`; a flag without tags is always kept (spec rule 2);
  * - `flag_keys_to_evaluate` (when not null): the requested keys plus, transitively, the candidates
@@ -39,7 +39,7 @@ function templateOf(project: CompiledProject): { count: number; object: Record<s
 }
 
 function runtimeAllowed(flag: CompiledFlag, runtime: EvaluationRequest['runtime']): boolean {
-  if (flag.runtime === 'all') return true;
+  if (flag.runtime === 'all' || runtime === 'all') return true;
   return runtime === flag.runtime;
 }
 
