@@ -1,12 +1,14 @@
 /**
  * `switchyard evaluate --definitions defs.json --request req.json [--person-properties p.json]
- *  [--format v2|v1] [--now <ISO>] [--timezone <IANA>]`
+ *  [--format v2|v1] [--now <ISO>] [--timezone <IANA>] [--runtime client|server]`
  *
  * Prints the /flags response JSON for one request, offline, using the evaluation core
  * (src/evaluation). `defs.json` is the local-evaluation feed shape `{flags, group_type_mapping,
  * cohorts}`; `req.json` is a /flags body (research/posthog-flag-evaluation.md §5.1);
  * `p.json` is the person's stored (DB) properties, which the request's `person_properties`
- * override. Any file may be `-` for stdin (at most one). `requestId` is a random UUID;
+ * override. Any file may be `-` for stdin (at most one). `--runtime` stands in for the runtime the
+ * HTTP layer would detect from headers (default: undetermined; a body `evaluation_runtime`
+ * wins, research §4 "Runtime filter"). `requestId` is a random UUID;
  * `evaluatedAt` and relative dates use `--now` (default: the current time).
  *
  * Exit codes: 0 printed; 2 usage error, unreadable file, bad JSON, an invalid request, or an
@@ -20,7 +22,7 @@ import {
 } from '../evaluation/index.js';
 
 const USAGE = `usage: switchyard evaluate --definitions <defs.json|-> --request <req.json|-> [--person-properties <p.json|->]
-                          [--format v2|v1] [--now <ISO-8601>] [--timezone <IANA zone>]
+                          [--format v2|v1] [--now <ISO-8601>] [--timezone <IANA zone>] [--runtime client|server]
 `;
 
 class UsageError extends Error {}
@@ -32,11 +34,12 @@ interface Options {
   format: 'v1' | 'v2';
   nowMs: number | null;
   timezone: string | undefined;
+  runtime: 'client' | 'server' | null;
 }
 
 function parseArgs(argv: string[]): Options | 'help' {
   const values = new Map<string, string>();
-  const known = new Set(['--definitions', '--request', '--person-properties', '--format', '--now', '--timezone']);
+  const known = new Set(['--definitions', '--request', '--person-properties', '--format', '--now', '--timezone', '--runtime']);
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--help' || a === '-h') return 'help';
@@ -59,10 +62,12 @@ function parseArgs(argv: string[]): Options | 'help' {
     nowMs = Date.parse(now);
     if (Number.isNaN(nowMs)) throw new UsageError(`--now must be an ISO-8601 date-time, got "${now}"`);
   }
+  const runtime = values.get('--runtime') ?? null;
+  if (runtime !== null && runtime !== 'client' && runtime !== 'server') throw new UsageError(`--runtime must be client or server, got "${runtime}"`);
   const personProperties = values.get('--person-properties') ?? null;
   const stdinUsers = [definitions, request, personProperties].filter((p) => p === '-').length;
   if (stdinUsers > 1) throw new UsageError('only one input may be read from stdin ("-")');
-  return { definitions, request, personProperties, format, nowMs, timezone: values.get('--timezone') };
+  return { definitions, request, personProperties, format, nowMs, timezone: values.get('--timezone'), runtime };
 }
 
 function readJson(path: string, what: string): unknown {
@@ -105,7 +110,7 @@ export async function run(argv: string[]): Promise<number> {
       for (const p of project.problems) process.stderr.write(`switchyard evaluate: invalid definition: flag "${p.flagKey}", field ${p.field}: ${p.message}\n`);
       return 2;
     }
-    const req = requestFromBody(body);
+    const req = requestFromBody(body, opts.runtime);
     const nowMs = opts.nowMs ?? Date.now();
     const result = evaluateFlags(project, req, { person_properties: person as Record<string, unknown> | null }, nowMs);
     const extra = { requestId: randomUUID(), evaluatedAt: nowMs };

@@ -47,6 +47,15 @@ class FlagDefinitionError extends Error {
   }
 }
 
+/**
+ * The internalized (unique) copy of `s`. Flag keys arrive as JSON string *values*, which V8 does
+ * not internalize; every `result.flags[key] = …` with such a key pays a string-table lookup.
+ * A computed property name is internalized once here instead.
+ */
+function internalized(s: string): string {
+  return Object.keys({ [s]: 0 })[0] ?? s;
+}
+
 function isObj(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -169,7 +178,7 @@ function conditionReasons(index: number): ConditionReasons {
 }
 
 function failedFlag(raw: Record<string, unknown>, slot: number, live: boolean, failure: FlagFailure): CompiledFlag {
-  const key = raw.key as string;
+  const key = internalized(raw.key as string);
   return Object.freeze({
     slot, key, ...identity(raw), live, ...selectors(raw),
     metadataByPayloadKey: NO_METADATA, metadataNoPayload: metadata(raw, null),
@@ -193,7 +202,7 @@ function optionalGroupIndex(v: unknown, field: string): number | null {
 }
 
 function compileFlag(raw: Record<string, unknown>, slot: number, live: boolean, broken: boolean, ctx: FlagCompileContext): CompiledFlag {
-  const key = raw.key as string;
+  const key = internalized(raw.key as string);
   if (typeof raw.id !== 'number' || !Number.isInteger(raw.id)) throw new FlagDefinitionError('id', 'must be an integer');
   const filters = raw.filters;
   if (!isObj(filters)) throw new FlagDefinitionError('filters', 'must be an object');

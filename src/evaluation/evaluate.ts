@@ -7,7 +7,7 @@
  * - with `only_evaluate_survey_feature_flags`, its key starts with `survey-targeting-`;
  * - runtime: `req.runtime` "client" keeps flags whose `evaluation_runtime` is client or all,
  *   "server" keeps server or all, null (undetermined) keeps only all; a missing or unknown
- *   runtime counts as all (spec/API.md §4.4 rule 3);
+ *   runtime counts as all (spec/API.md §4.4 rule 3); `req.runtime: 'all'` (internal callers) keeps every flag;
  * - evaluation tags: a flag with tags is kept only if a tag equals one of
  *   `req.evaluation_environments`; a flag without tags is always kept (spec rule 2);
  * - `flag_keys_to_evaluate` (when not null): the requested keys plus, transitively, the candidates
@@ -25,8 +25,21 @@ import type { EvaluationRequest, EvaluationResult, FlagResult, StoredContext } f
 
 const SURVEY_PREFIX = 'survey-targeting-';
 
+/** Per project: an object with every live flag key (slot order) and how many there are. */
+const templates = new WeakMap<CompiledProject, { count: number; object: Record<string, FlagResult> }>();
+function templateOf(project: CompiledProject): { count: number; object: Record<string, FlagResult> } {
+  let t = templates.get(project);
+  if (t === undefined) {
+    const live = project.flags.filter((f) => f.live && f.key !== '__proto__');
+    t = { count: live.length, object: Object.fromEntries(live.map((f) => [f.key, null])) as unknown as Record<string, FlagResult> };
+    if (live.length !== project.flags.filter((f) => f.live).length) t.count = -1; // never use it with __proto__
+    templates.set(project, t);
+  }
+  return t;
+}
+
 function runtimeAllowed(flag: CompiledFlag, runtime: EvaluationRequest['runtime']): boolean {
-  if (flag.runtime === 'all') return true;
+  if (flag.runtime === 'all' || runtime === 'all') return true;
   return runtime === flag.runtime;
 }
 
@@ -38,8 +51,8 @@ function tagsAllowed(flag: CompiledFlag, envs: readonly string[] | null | undefi
   return false;
 }
 
-/** Which flags of `project` this request answers, by slot. */
-function selectCandidates(project: CompiledProject, req: EvaluationRequest): Uint8Array {
+/** Which flags of `project` this request answers, by slot (1 = answered). */
+export function selectCandidates(project: CompiledProject, req: EvaluationRequest): Uint8Array {
   const flags = project.flags;
   const selected = new Uint8Array(flags.length);
   const surveyOnly = req.only_evaluate_survey_feature_flags === true;
@@ -76,7 +89,12 @@ function selectCandidates(project: CompiledProject, req: EvaluationRequest): Uin
 export function evaluateFlags(project: CompiledProject, req: EvaluationRequest, stored: StoredContext, nowMs: number): EvaluationResult {
   const selected = selectCandidates(project, req);
   const scope = new RequestScope(project, req, stored ?? {}, nowMs);
-  const out: Record<string, FlagResult> = {};
+  // Answering every live flag (the usual case): clone a fast-mode object that already has every
+  // key, so the stores below overwrite in place instead of growing a dictionary-mode object.
+  let count = 0;
+  for (let i = 0; i < selected.length; i++) count += selected[i]!;
+  const template = templateOf(project);
+  const out: Record<string, FlagResult> = count === template.count ? { ...template.object } : {};
   let errors = false;
   const flags = project.flags;
   for (let i = 0; i < flags.length; i++) {

@@ -139,7 +139,8 @@ export function matchFlag(flag: CompiledFlag, scope: RequestScope): FlagResult {
   if (flag.failure !== null) return failedResult(flag, flag.failure.code, flag.failure.description);
   if (flag.missingDependency) return result(flag, false, null, R_MISSING_DEPENDENCY, flag.metadataNoPayload);
 
-  if (flag.continuity && flag.aggregation === null && !flag.bucketByDevice && scope.stored.hash_key_overrides_failed === true) {
+  if (flag.continuity && scope.stored.hash_key_overrides_failed === true) {
+    // research §2.6 step 3: every continuity flag, whatever its aggregation or bucketing.
     return failedResult(flag, 'hash_key_override_error', ERROR_CODES.hash_key_override_error);
   }
   // Flag-level group key; null when missing (holdouts then hash the bare "holdout-", as Rust does).

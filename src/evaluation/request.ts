@@ -6,7 +6,8 @@
  * `flag_keys`, `evaluation_environments`/`evaluation_contexts`). A numeric distinct_id becomes its
  * string; `""` is allowed. Truncation to 200 scalars happens in the core.
  *
- * The runtime is not in the body: the HTTP layer detects it from headers and passes it in.
+ * Runtime (research §4 "Runtime filter"): an explicit body `evaluation_runtime` of "client" or
+ * "server" wins; otherwise the runtime the HTTP layer detected from headers (`detected`) is used.
  */
 import type { EvaluationRequest } from './types.js';
 
@@ -44,7 +45,7 @@ function stringList(body: Record<string, unknown>, names: string[]): string[] | 
 }
 
 /** Reads `body` (already JSON-decoded). Throws {@link RequestBodyError}. */
-export function requestFromBody(body: unknown, runtime: EvaluationRequest['runtime'] = null): EvaluationRequest {
+export function requestFromBody(body: unknown, detected: EvaluationRequest['runtime'] = null): EvaluationRequest {
   if (!isObj(body)) throw new RequestBodyError('request_parsing_error', 'request body must be a JSON object');
   const rawId = first(body, 'distinct_id', '$distinct_id');
   let distinctId: string;
@@ -53,6 +54,8 @@ export function requestFromBody(body: unknown, runtime: EvaluationRequest['runti
   else throw new RequestBodyError('missing_distinct_id', 'The distinct_id field is missing from the request');
   const anon = first(body, '$anon_distinct_id', 'anon_distinct_id');
   const device = first(body, '$device_id', 'device_id');
+  const explicit = body.evaluation_runtime;
+  const runtime = explicit === 'client' || explicit === 'server' ? explicit : detected;
   return {
     distinct_id: distinctId,
     groups: objectField(body, ['groups']),

@@ -108,8 +108,12 @@ export interface EvaluationRequest {
   device_id?: string | null;
   flag_keys_to_evaluate?: string[] | null;
   evaluation_environments?: string[] | null;
-  /** Detected by the HTTP layer; null = undetermined (spec/API.md §4.4 rule 3). */
-  runtime?: 'client' | 'server' | null;
+  /**
+   * Detected by the HTTP layer; null or absent = undetermined (spec/API.md §4.4 rule 3: only flags
+   * without a runtime or with "all"). `'all'` disables the runtime filter, for internal callers
+   * (evaluation reasons, blast radius) that want every flag.
+   */
+  runtime?: 'client' | 'server' | 'all' | null;
   only_evaluate_survey_feature_flags?: boolean;
 }
 

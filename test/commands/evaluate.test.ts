@@ -69,6 +69,15 @@ test('definitions on stdin (--opt=value form)', () => {
   assert.equal(JSON.parse(r.stdout).flags['checkout-layout'].variant, 'compact');
 });
 
+test('--runtime selects runtime-bound flags (undetermined by default)', () => {
+  const defs = write('runtime.json', { flags: [{ id: 1, key: 'srv', active: true, evaluation_runtime: 'server', filters: { groups: [{}] } }], group_type_mapping: {}, cohorts: {} });
+  const without = run(['--definitions', defs, '--request', REQ]);
+  assert.equal(without.code, 0, without.stderr);
+  assert.deepEqual(JSON.parse(without.stdout).flags, {});
+  const withServer = run(['--definitions', defs, '--request', REQ, '--runtime', 'server']);
+  assert.equal(JSON.parse(withServer.stdout).flags.srv.enabled, true);
+});
+
 const failures: Array<{ name: string; args: () => string[]; input?: string; stderr: RegExp }> = [
   { name: 'bad JSON in the request', args: () => ['--definitions', DEFS, '--request', '-'], input: '{not json', stderr: /request "stdin" is not valid JSON/ },
   { name: 'bad JSON in the definitions', args: () => ['--definitions', write('bad.json', '[1,'), '--request', REQ], stderr: /definitions ".*bad\.json" is not valid JSON/ },
@@ -82,6 +91,7 @@ const failures: Array<{ name: string; args: () => string[]; input?: string; stde
   { name: 'unknown option', args: () => ['--definitions', DEFS, '--request', REQ, '--bogus', '1'], stderr: /unknown option/ },
   { name: 'bad --format', args: () => ['--definitions', DEFS, '--request', REQ, '--format', 'v9'], stderr: /--format must be v1 or v2/ },
   { name: 'bad --now', args: () => ['--definitions', DEFS, '--request', REQ, '--now', 'yesterday'], stderr: /--now must be an ISO-8601/ },
+  { name: 'bad --runtime', args: () => ['--definitions', DEFS, '--request', REQ, '--runtime', 'edge'], stderr: /--runtime must be client or server/ },
   { name: 'two stdin inputs', args: () => ['--definitions', '-', '--request', '-'], stderr: /only one input/ },
 ];
 for (const f of failures) {

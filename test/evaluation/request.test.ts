@@ -14,6 +14,8 @@ const ok: Array<[name: string, body: unknown, expected: Record<string, unknown>]
   ['numeric distinct_id becomes a string', { distinct_id: 12345 }, { distinct_id: '12345' }],
   ['empty distinct_id is allowed', { distinct_id: '' }, { distinct_id: '' }],
   ['survey-only flag', { distinct_id: 'u', only_evaluate_survey_feature_flags: true }, { only_evaluate_survey_feature_flags: true }],
+  ['explicit evaluation_runtime', { distinct_id: 'u', evaluation_runtime: 'server' }, { runtime: 'server' }],
+  ['unknown evaluation_runtime is ignored', { distinct_id: 'u', evaluation_runtime: 'edge' }, { runtime: null }],
   ['defaults', { distinct_id: 'u' }, { flag_keys_to_evaluate: null, evaluation_environments: null, anon_distinct_id: null, device_id: null, runtime: null }],
 ];
 for (const [name, body, expected] of ok) {
@@ -36,3 +38,8 @@ for (const [name, body, code] of bad) {
     assert.throws(() => requestFromBody(body), (e: unknown) => e instanceof RequestBodyError && e.code === code);
   });
 }
+
+test('an explicit evaluation_runtime wins over the detected runtime', () => {
+  assert.equal(requestFromBody({ distinct_id: 'u', evaluation_runtime: 'client' }, 'server').runtime, 'client');
+  assert.equal(requestFromBody({ distinct_id: 'u' }, 'server').runtime, 'server');
+});

@@ -26,8 +26,8 @@ const I64_MIN = -9223372036854775808; // -2^63
 export function jsonNumberText(n: number): string {
   if (!Number.isFinite(n)) return 'null';
   if (Number.isInteger(n) && n < U64_LIMIT && n >= I64_MIN) {
-    // String() switches to exponent form at 1e21; BigInt keeps all digits.
-    return n < 1e21 && n > -1e21 ? String(n === 0 ? 0 : n) : BigInt(n).toString();
+    // Beyond 2^53 String() rounds to shortest digits ("…776000"); BigInt prints the exact value.
+    return Number.isSafeInteger(n) ? String(n) : BigInt(n).toString();
   }
   // Shortest round-trip digits and decimal exponent, laid out as ryu does.
   const exp = n.toExponential(); // e.g. "-2.5e-6", "1e+21"
@@ -116,18 +116,23 @@ export function toF64(value: unknown): number | null {
   return null; // the JSON text of bool/null/array/object never parses as f64
 }
 
-const HAS_ASCII_UPPER = /[A-Z]/;
-const ALL_ASCII = /^[\x00-\x7f]*$/;
 const ASCII_UPPER_RUNS = /[A-Z]+/g;
 
 /**
  * Rust's `to_ascii_lowercase`: folds A–Z only, leaving every other code point untouched
- * (so `"É"` stays `"É"`). Returns the input itself when there is nothing to fold.
+ * (so `"É"` stays `"É"`). Returns the input itself when there is nothing to fold. One scan
+ * decides the cheapest path (this runs on every `icontains`/`starts_with`/`ends_with` test).
  */
 export function asciiLower(s: string): string {
-  if (!HAS_ASCII_UPPER.test(s)) return s;
-  if (ALL_ASCII.test(s)) return s.toLowerCase();
-  return s.replace(ASCII_UPPER_RUNS, lowerMatch);
+  let upper = false;
+  let ascii = true;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 65 && c <= 90) upper = true;
+    else if (c > 127) ascii = false;
+  }
+  if (!upper) return s;
+  return ascii ? s.toLowerCase() : s.replace(ASCII_UPPER_RUNS, lowerMatch);
 }
 function lowerMatch(m: string): string { return m.toLowerCase(); }
 

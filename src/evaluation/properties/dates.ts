@@ -13,14 +13,15 @@
  *    so the clamp is sticky: 31 Mar − 2m = 29 Jan), and the resulting wall clock is read back in
  *    the team timezone;
  * 2. RFC 3339 with `Z` or `±HH:MM` (separator `T`, `t` or space; seconds required);
- * 3. naive `YYYY-MM-DD`, `YYYY-MM-DD HH:MM[:SS[.f]]` or with `T`, read in the team timezone.
- *    Months, days, hours, minutes and seconds may have one or two digits, as chrono accepts.
- * A wall clock that falls in a DST gap gives `null`; one that occurs twice takes the earlier
- * instant (chrono `LocalResult::Ambiguous` → earliest).
+ * 3. naive `YYYY-MM-DD`, `YYYY-MM-DD HH:MM[:SS[.f]]` or with `T`, read in the team timezone,
+ *    with chrono's leniency (one-digit fields, whitespace before numbers, see the regexes);
+ * 4. Rust's last resort, the `dateparser` crate: only a subset is implemented here
+ *    ({@link parseFallback}); other exotic forms (month names, slashes, AM/PM, …) give `null`,
+ *    so the comparison is false where Rust might parse them. Documented gap.
  *
- * Gap vs Rust: Rust finally tries the `dateparser` crate (RFC 2822, `May 25, 2021`,
- * `12/31/2020`, timezone abbreviations, …). Only a small subset of it is implemented here
- * ({@link parseFallback}); other exotic forms give `null` (so the filter is false).
+ * A wall clock that falls in a DST gap gives `null`; one that occurs twice takes the earlier
+ * instant (chrono `LocalResult::Ambiguous` → earliest). The property (actual) side also accepts
+ * Unix seconds (see {@link parseActualDate}).
  *
  * Timezones use `Intl` (no packages); an unknown timezone name falls back to UTC.
  */
@@ -88,20 +89,30 @@ export interface Zone {
   readonly fmt: Intl.DateTimeFormat | null;
   /** UTC offset (ms) by UTC minute; offsets only change on whole minutes in tzdata since 1970. */
   readonly cache: Map<number, number>;
+  /** Parsed property-side date strings (absolute forms only; relative ones depend on now). */
+  readonly parsed: Map<string, number | null>;
 }
 
 const UTC_NAMES = new Set(['UTC', 'Etc/UTC', 'Etc/UCT', 'UCT', 'Etc/Universal', 'Universal', 'Etc/Zulu', 'Zulu',
   'GMT', 'Etc/GMT', 'GMT0', 'Etc/GMT0', 'GMT+0', 'GMT-0', 'Etc/GMT+0', 'Etc/GMT-0', 'Greenwich', 'Etc/Greenwich']);
 const OFFSET_CACHE_MAX = 1024;
+/**
+ * Property values repeat across flags and requests (the same `created_at` is tested by every
+ * date filter of a request), and parsing costs ~0.5 µs, so absolute parses are memoised per zone.
+ * The map is cleared when full, which bounds memory under many distinct values.
+ */
+const PARSED_CACHE_MAX = 4096;
 const zones = new Map<string, Zone>();
 
 /** The UTC zone. */
-export const UTC_ZONE: Zone = { name: 'UTC', fmt: null, cache: new Map() };
+export const UTC_ZONE: Zone = { name: 'UTC', fmt: null, cache: new Map(), parsed: new Map() };
 
 /**
  * Resolves an IANA timezone name once (cached per name); an unknown name gives `null`.
  */
 export function resolveZone(name: string): Zone | null {
+  // Guard: Intl treats an undefined timeZone as the host's zone, which must never leak in.
+  if (typeof name !== 'string' || name === '') return null;
   const hit = zones.get(name);
   if (hit) return hit;
   if (UTC_NAMES.has(name)) return UTC_ZONE;
@@ -114,7 +125,7 @@ export function resolveZone(name: string): Zone | null {
   } catch {
     return null;
   }
-  const zone: Zone = { name, fmt, cache: new Map() };
+  const zone: Zone = { name, fmt, cache: new Map(), parsed: new Map() };
   zones.set(name, zone);
   return zone;
 }
@@ -228,12 +239,26 @@ export function resolveRelativeDate(rel: RelativeDate, nowMs: number, zone: Zone
 // ---------------------------------------------------------------------------------------------
 // Absolute dates
 
-const RFC3339_RE = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/;
-const NAIVE_DATE_RE = /^(\d{4})-(\d{1,2})-(\d{1,2})$/;
-const NAIVE_DATETIME_RE = /^(\d{4})-(\d{1,2})-(\d{1,2})[T ](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d+))?)?$/;
-// dateparser-style fallbacks (UTC unless an offset is given): ISO-like with `±HHMM`, `±HH`,
-// `Z` without seconds, or a trailing ` UTC`/` GMT`.
-const FALLBACK_ISO_RE = /^(\d{4})-(\d{1,2})-(\d{1,2})[Tt ](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d+))?)?\s*(?:([Zz]|UTC|GMT)|([+-])(\d{2}):?(\d{2})?)$/;
+// chrono `parse_from_rfc3339`: fixed widths, `T`/`t`/space, seconds required, `Z`/`z` or
+// `±HH:MM` (colon required; U+2212 accepted as minus), offset below 24 h.
+const RFC3339_RE = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+\-\u2212])(\d{2}):(\d{2}))$/;
+// chrono `parse_from_str` with `%Y-%m-%d` and `%Y-%m-%d[ T]%H:%M[:%S%.f]`: every numeric field
+// may be preceded by whitespace and has 1 up to its width in digits (a year has 1–4, or a sign
+// and any number); the space in the format matches any run of whitespace, even none; `T` is
+// literal (upper case only).
+const NAIVE_DATE_RE = /^\s*(\d{1,4}|[+-]\d+)-\s*(\d{1,2})-\s*(\d{1,2})$/;
+const NAIVE_DATETIME_RE = /^\s*(\d{1,4}|[+-]\d+)-\s*(\d{1,2})-\s*(\d{1,2})(?:T|\s*)\s*(\d{1,2}):\s*(\d{1,2})(?::\s*(\d{1,2})(?:\.(\d+))?)?$/;
+// Subset of the `dateparser` crate (Rust's last resort; naive input there means UTC).
+const UNIX_TIMESTAMP_RE = /^[0-9]{10,19}$/;
+// postgres / ymd_hms_z: whitespace separator, then a numeric offset (`-08`, `+0800`, `+09:00`)
+// or a zone abbreviation.
+const ZONED_DATETIME_RE = /^(\d{4})-(\d{2})-(\d{2})\s+(\d{2}):(\d{2})(?::(\d{2}))?(?:\.(\d{1,9}))?\s*(?:([+-])(\d{2})(?::?(\d{2}))?|([A-Za-z]{1,4}))$/;
+const RFC2822_RE = /^(?:(?:mon|tue|wed|thu|fri|sat|sun),\s*)?(\d{1,2})\s+(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\s+(\d{4})\s+(\d{2}):(\d{2})(?::(\d{2}))?\s+(?:([+-])(\d{2})(\d{2})|([a-z]{1,3}))$/i;
+const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
+/** Zone abbreviations accepted by the fallback (hours east of UTC); others are unparseable. */
+const ZONE_ABBREVIATIONS: Readonly<Record<string, number>> = {
+  Z: 0, UT: 0, UTC: 0, GMT: 0, EST: -5, EDT: -4, CST: -6, CDT: -5, MST: -7, MDT: -6, PST: -8, PDT: -7,
+};
 
 /** Nanosecond digits (any count, first 9 significant) as fractional milliseconds. */
 function fractionMs(digits: string | undefined): number {
@@ -264,7 +289,7 @@ export function parseAbsoluteDate(s: string, zone: Zone): number | null {
     if (m[8] === undefined) return inRange(wall);
     const oh = +m[9], om = +m[10];
     if (oh > 23 || om > 59) return null;
-    const offset = (oh * HOUR_MS + om * MINUTE_MS) * (m[8] === '-' ? -1 : 1);
+    const offset = (oh * HOUR_MS + om * MINUTE_MS) * (m[8] === '+' ? 1 : -1);
     return inRange(wall - offset);
   }
   m = NAIVE_DATE_RE.exec(s);
@@ -283,18 +308,50 @@ export function parseAbsoluteDate(s: string, zone: Zone): number | null {
 }
 
 /**
- * A small subset of the `dateparser` crate that Rust tries last (naive input taken as UTC):
- * ISO-like date-times with `±HHMM`, `±HH`, a `Z` after minutes, or ` UTC`/` GMT`.
+ * A subset of the `dateparser` crate that Rust tries last: Unix timestamps of 10 (seconds),
+ * 13 (ms) or 19 (ns) digits; RFC 2822 (`Wed, 02 Jun 2021 06:31:39 GMT`); and
+ * `YYYY-MM-DD HH:MM[:SS[.f]]` followed by a numeric offset or a zone abbreviation
+ * (`2019-11-29 08:08:05-08`, `2014-04-26 13:13:43 +0800`, `2017-11-25 13:31:15 PST`).
+ * Not covered (give `null`): month-name, slash, dot, AM/PM, time-only and Chinese forms, and
+ * `YYYY-MM-DD <zone>` (which dateparser resolves at the current time of day).
  */
 export function parseFallback(s: string): number | null {
-  const m = FALLBACK_ISO_RE.exec(s);
-  if (m === null) return null;
-  const wall = wallFromFields(+m[1], +m[2], +m[3], +m[4], +m[5], m[6] === undefined ? 0 : +m[6], fractionMs(m[7]));
-  if (wall === null) return null;
-  if (m[8] !== undefined) return inRange(wall);
-  const oh = +m[10], om = m[11] === undefined ? 0 : +m[11];
-  if (oh > 23 || om > 59) return null;
-  return inRange(wall - (oh * HOUR_MS + om * MINUTE_MS) * (m[9] === '-' ? -1 : 1));
+  if (UNIX_TIMESTAMP_RE.test(s)) {
+    switch (s.length) {
+      case 10: return inRange(Number(s) * SECOND_MS);
+      case 13: return inRange(Number(s));
+      case 19: {
+        const ns = BigInt(s);
+        if (ns > 9223372036854775807n) return null; // i64 overflow
+        return Number(ns / 1000000n) + Number(ns % 1000000n) / 1e6;
+      }
+      default: return null;
+    }
+  }
+  let m = ZONED_DATETIME_RE.exec(s);
+  if (m !== null) {
+    const wall = wallFromFields(+m[1], +m[2], +m[3], +m[4], +m[5], m[6] === undefined ? 0 : +m[6], fractionMs(m[7]));
+    const offset = zoneOffsetMs(m[8], m[9], m[10], m[11]);
+    return wall === null || offset === null ? null : inRange(wall - offset);
+  }
+  m = RFC2822_RE.exec(s);
+  if (m !== null) {
+    const wall = wallFromFields(+m[3], MONTHS.indexOf(m[2].toLowerCase()) + 1, +m[1], +m[4], +m[5], m[6] === undefined ? 0 : +m[6], 0);
+    const offset = zoneOffsetMs(m[7], m[8], m[9], m[10]);
+    return wall === null || offset === null ? null : inRange(wall - offset);
+  }
+  return null;
+}
+
+/** A numeric offset (sign, hours, optional minutes) or an abbreviation, in ms; `null` if unknown. */
+function zoneOffsetMs(sign: string | undefined, hh: string | undefined, mm: string | undefined, abbr: string | undefined): number | null {
+  if (abbr !== undefined) {
+    const hours = ZONE_ABBREVIATIONS[abbr.toUpperCase()];
+    return hours === undefined ? null : hours * HOUR_MS;
+  }
+  const h = Number(hh), mi = mm === undefined ? 0 : Number(mm);
+  if (h > 23 || mi > 59) return null;
+  return (h * HOUR_MS + mi * MINUTE_MS) * (sign === '-' ? -1 : 1);
 }
 
 /** Rust `parse_date_string_in_tz`: relative first, then absolute. */
@@ -332,9 +389,20 @@ export function parseUnixSeconds(seconds: number): number | null {
 export function parseActualDate(value: unknown, nowMs: number, zone: Zone): number | null {
   if (typeof value === 'number') return parseUnixSeconds(value);
   if (typeof value !== 'string') return null;
+  const hit = zone.parsed.get(value);
+  if (hit !== undefined) return hit;
   const n = parseRustF64(value);
-  if (n !== null) return parseUnixSeconds(n);
-  return parseDateString(value, nowMs, zone);
+  let result: number | null;
+  if (n !== null) {
+    result = parseUnixSeconds(n);
+  } else {
+    const rel = parseRelativeDate(value);
+    if (rel !== null) return resolveRelativeDate(rel, nowMs, zone); // depends on now: not cached
+    result = parseAbsoluteDate(value, zone);
+  }
+  if (zone.parsed.size >= PARSED_CACHE_MAX) zone.parsed.clear();
+  zone.parsed.set(value, result);
+  return result;
 }
 
 /**

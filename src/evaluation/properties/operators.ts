@@ -217,6 +217,8 @@ function numericMatcher(op: 'gt' | 'gte' | 'lt' | 'lte', bound: number): Present
  * `between` / `not_between`: `[min, max]`, inclusive, both parseable as f64, not NaN, min <= max.
  * A missing key answers first (between false, not_between true) even when the bounds are
  * malformed; a malformed bound, a non-numeric actual or a NaN actual is false for both.
+ * (research §3.3 says a non-numeric actual makes `not_between` true; the Rust source read for
+ * this module returns a validation error there, i.e. false, and its tests pin that: followed.)
  */
 function compileBetween(op: 'between' | 'not_between', value: unknown, ctx: OperatorContext): CompiledOperator {
   const missing = op === 'not_between';

@@ -5,42 +5,54 @@
  * limit error makes both `regex` and `not_regex` false) and research/posthog-flag-evaluation.md
  * §3.3 "regex".
  *
- * Translation (JavaScript without the `u` flag, so Annex-B accepts Rust's extra identity escapes
- * such as `\-`, `\#`, `\@`):
- * - leading inline flag groups `(?i)`, `(?m)`, `(?s)`, `(?x)`, `(?U)` (and `(?-i)` …) become JS
- *   flags, or are applied by the translator (`x`: whitespace and `#` comments dropped; `U`:
- *   greedy and lazy quantifiers swapped); `u` and `R` are accepted and ignored;
+ * Translation, into a JS pattern with the `u` flag (code-point semantics and Unicode property
+ * escapes, as Rust):
+ * - leading inline flag groups `(?i)`, `(?m)`, `(?s)`, `(?x)`, `(?U)`, `(?u)` (and `(?-u)` …)
+ *   become JS flags or are applied by the translator (`x`: whitespace and `#` comments dropped;
+ *   `U`: greedy and lazy swapped; `-u`: ASCII classes); `R` is accepted and ignored;
+ * - Unicode classes as Rust defines them: `\d` → `\p{Nd}`, `\s` → `\p{White_Space}`,
+ *   `\w` → Alphabetic + Mark + Nd + Pc + Join_Control, `\b`/`\B` → lookarounds over that `\w`;
+ *   `\pL`, `\p{Greek}`, `\p{sc=Greek}`, `\p{^L}`, `\P{…}` → JS property escapes (a bare script
+ *   name means Script_Extensions);
  * - `.` becomes `[^\n]` (Rust excludes only `\n`; JS also excludes `\r`, U+2028, U+2029), or
- *   `[\s\S]` under `s`;
+ *   `[^]` under `s`;
  * - `\A` → start of text, `\z` → end of text, `(?P<n>…)` → `(?<n>…)`, `(?P=n)` → `\k<n>`,
- *   `\x{…}`/`\u{…}`/`\uHHHH`/`\U{…}`/`\UHHHHHHHH` → `\uHHHH` (astral code points as surrogate
- *   pairs outside classes), `{,n}` → `{0,n}`, POSIX classes `[[:alpha:]]` → ASCII ranges.
+ *   `\x{…}`/`\u{…}`/`\uHHHH`/`\U{…}`/`\UHHHHHHHH` → `\u{…}`, `{,n}` → `{0,n}`, POSIX classes
+ *   `[[:alpha:]]` → ASCII ranges; Rust's escapes of any ASCII punctuation (`\-`, `\#`, `\@`)
+ *   become the literal character where the `u` flag forbids the escape.
  *
  * Unsupported (the pattern counts as invalid: both operators give false, and
  * {@link isValidRegex} says false; Rust would accept them): inline flags anywhere but the very
- * start, scoped flag groups `(?i:…)`, `\p{…}`/`\P{…}`, nested classes and class set operations
- * (`&&`, `--`, `~~`), negated POSIX classes, atomic groups, possessive quantifiers, `\<`, `\>`,
- * `\b{…}`, `\K`, `\Z`, astral code points inside classes.
+ * start, scoped flag groups `(?i:…)`, nested classes and class set operations (`&&`, `--`,
+ * `~~`), negated POSIX classes, `\W` inside a class, atomic groups, possessive quantifiers,
+ * `\<`, `\>`, `\b{…}`, `\K`, `\Z`, Unicode property names JS does not know verbatim (Rust also
+ * accepts loose spellings such as `\p{letter}` or `\p{ Greek }`).
  *
- * Dialect gaps that change results (documented, not translated): `\d`, `\w` and `\b` are ASCII
- * in JS but Unicode-aware in Rust (so `\d` misses `٣`, `\w` misses `é`); `(?i)` uses JS's simple
- * case folding (close to Rust's); under `(?m)`, JS `^`/`$` also treat `\r`, U+2028 and U+2029 as
- * line ends.
+ * Dialect gaps that remain: `(?i)` uses JS's simple case folding (Rust: simple case folding
+ * too, so differences are limited to Unicode-version skew); under `(?m)`, JS `^`/`$` also treat
+ * `\r`, U+2028 and U+2029 as line ends; fancy_regex rejects some lookbehinds JS accepts
+ * (variable length).
  *
  * Backtracking guard: V8 has no backtrack limit, while Rust runs plain patterns on the linear
  * `regex` crate and fancy ones under a 10,000-step limit. Two guards here:
- * - a pattern with an unbounded quantifier applied to a group that itself holds an unbounded
- *   quantifier (the shape of `(a+)+`, `(\w+\.)*`, `(?:a|ab)*` with an inner `+`) is refused as
- *   unsupported: V8 is exponential on such patterns (measured: `(?:[a-z]+|[a-z0-9]+)*@` takes
- *   5 s on 16 characters), and no subject-length cap small enough to be safe would leave them
- *   useful. Rust would accept and evaluate them; {@link describeRegexProblem} says why;
+ * - an unbounded quantifier applied to a group that itself holds an unbounded quantifier is
+ *   refused as unsupported unless every unbounded atom inside the group is followed by a
+ *   mandatory literal it cannot match (a separator, after it or starting the next iteration):
+ *   `([a-z0-9-]+\.)*posthog\.com` and `\w+(\.\w+)*@` are accepted,
+ *   while `(a+)+`, `(\w+\s?)*`, `(\w+\d+)*`, `(?:[a-z]+|[0-9]+)*` and deeper nesting are
+ *   refused. V8 is exponential on the refused shapes (measured: `(?:[a-z]+|[a-z0-9]+)*@` takes
+ *   5 s on 16 characters) and no subject-length cap small enough to be safe would leave them
+ *   useful. Rust would accept and evaluate them; {@link describeRegexProblem} says why.
+ *   Ambiguity without nested quantifiers (`(a|aa)*b`) is not detected;
  * - a subject longer than {@link MAX_REGEX_SUBJECT_LENGTH} UTF-16 units is treated like Rust's
- *   limit error: no match for either operator. This bounds, but does not remove, polynomial
- *   blow-ups such as `.*a.*a.*b`. A linear-time engine would remove both gaps.
+ *   limit error: no match for either operator. Even plain patterns are quadratic in V8 when
+ *   unanchored (measured: `\w+@` on 10,000 letters takes ~200 ms, on 2,048 ~5 ms), so the cap
+ *   is sized for URLs and e-mails, not for documents. It bounds, but does not remove,
+ *   polynomial blow-ups such as `.*a.*a.*b`. A linear-time engine would remove both gaps.
  */
 
 /** Subjects longer than this (UTF-16 code units) never match (`regex` and `not_regex` false). */
-export const MAX_REGEX_SUBJECT_LENGTH = 10_000;
+export const MAX_REGEX_SUBJECT_LENGTH = 2048;
 
 /** A pattern compiled once. */
 export interface CompiledRegex {
@@ -58,29 +70,95 @@ const POSIX_CLASSES: Readonly<Record<string, string>> = {
   space: '\\t\\n\\v\\f\\r ', upper: 'A-Z', word: '0-9A-Za-z_', xdigit: '0-9A-Fa-f',
 };
 
-interface Flags { i: boolean; m: boolean; s: boolean; x: boolean; U: boolean }
+interface Flags { i: boolean; m: boolean; s: boolean; x: boolean; U: boolean; u: boolean }
 
-/** One open group while translating: whether it (transitively) holds an unbounded quantifier. */
-interface Frame { unbounded: boolean }
-
-function hex(cp: number): string {
-  return '\\u' + cp.toString(16).toUpperCase().padStart(4, '0');
+/**
+ * One open group while translating, for the backtracking analysis (see the module doc).
+ * - `unbounded`: the group holds an unbounded quantifier (transitively);
+ * - `ambiguous`: one iteration of the group can split its input in more than one way, so
+ *   repeating the group is exponential (`(\w+\d+)*`, `(\w+\.?)*`, `(a+|b)*`);
+ * - `pending`: JS text of the last atom given an unbounded quantifier that is not yet followed
+ *   by a literal it cannot match (a *separator*, as `\.` after `[a-z]+`);
+ * - `first`: the literal the group must start with (`undefined` before its first atom, `null`
+ *   when that atom is not a mandatory literal); it separates a trailing `pending` atom from the
+ *   next iteration, as `\.` does in `\w+(\.\w+)*`;
+ * - `lookaround`: zero-width group; its inside never splits the input of a repetition.
+ */
+interface Frame {
+  unbounded: boolean;
+  ambiguous: boolean;
+  alternation: boolean;
+  pending: string | null;
+  first: string | null | undefined;
+  atoms: number;
+  readonly lookaround: boolean;
 }
 
-/** Emits a code point for use outside a class (astral as a surrogate pair, grouped). */
-function codePointOutside(cp: number): string {
-  if (cp <= 0xffff) return hex(cp);
-  const v = cp - 0x10000;
-  return '(?:' + hex(0xd800 + (v >> 10)) + hex(0xdc00 + (v & 0x3ff)) + ')';
+/** What a following quantifier would apply to. */
+type LastAtom =
+  | { readonly kind: 'group'; readonly frame: Frame }
+  | { readonly kind: 'atom'; readonly text: string; readonly separator: boolean }
+  | null;
+
+function newFrame(lookaround: boolean): Frame {
+  return { unbounded: false, ambiguous: false, alternation: false, pending: null, first: undefined, atoms: 0, lookaround };
+}
+
+/** Whether the JS atom `atomText` matches the single character `ch` (checked at compile time). */
+function atomMatches(atomText: string, ch: string, ignoreCase: boolean): boolean {
+  try {
+    return new RegExp('^(?:' + atomText + ')$', ignoreCase ? 'ui' : 'u').test(ch);
+  } catch {
+    return true; // unknown: assume it may match (conservative)
+  }
+}
+
+/** Rust's Unicode `\w` (UTS#18 Annex C), as the inside of a JS `u` class. */
+const WORD_UNICODE = '\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}';
+const WORD_ASCII = '0-9A-Za-z_';
+
+/** Characters JS allows after `\` in `u` mode outside a class (SyntaxCharacter and `/`). */
+const JS_SYNTAX_CHARS = new Set('^$\\.*+?()[]{}|/'.split(''));
+
+/** `\u{…}` for a code point (valid inside and outside classes with the `u` flag). */
+function codePoint(cp: number): string {
+  return '\\u{' + cp.toString(16).toUpperCase() + '}';
+}
+
+const PROPERTY_KEYS: Readonly<Record<string, string>> = {
+  gc: 'General_Category', General_Category: 'General_Category',
+  sc: 'Script', Script: 'Script', scx: 'Script_Extensions', Script_Extensions: 'Script_Extensions',
+};
+const propertyCache = new Map<string, string | null>();
+
+/**
+ * The JS property escape body for a Rust `\p{name}` (`L`, `Greek`, `sc=Greek`, `gc:Lu`, …), or
+ * `null` when JS does not know it verbatim. Each spelling is checked once by compiling it.
+ */
+function jsProperty(name: string): string | null {
+  const hit = propertyCache.get(name);
+  if (hit !== undefined) return hit;
+  const kv = /^\s*([A-Za-z_]+)\s*[=:]\s*([A-Za-z0-9_]+)\s*$/.exec(name);
+  const candidates = kv !== null
+    ? (PROPERTY_KEYS[kv[1]] !== undefined ? [`${PROPERTY_KEYS[kv[1]]}=${kv[2]}`] : [])
+    : [name.trim(), `Script_Extensions=${name.trim()}`];
+  let found: string | null = null;
+  for (const c of candidates) {
+    if (!/^[A-Za-z0-9_=]+$/.test(c)) continue;
+    try { new RegExp(`\\p{${c}}`, 'u'); found = c; break; } catch { /* try the next spelling */ }
+  }
+  propertyCache.set(name, found);
+  return found;
 }
 
 class Translator {
   private i = 0;
   private out = '';
-  private readonly flags: Flags = { i: false, m: false, s: false, x: false, U: false };
-  private readonly stack: Frame[] = [{ unbounded: false }];
-  /** Whether the last emitted atom was a group that holds an unbounded quantifier. */
-  private lastAtomUnbounded = false;
+  private readonly flags: Flags = { i: false, m: false, s: false, x: false, U: false, u: true };
+  private readonly stack: Frame[] = [newFrame(false)];
+  private lastAtom: LastAtom = null;
+  /** The literal character the last {@link escape} stood for, or `null` (a class, an assertion, …). */
+  private escLiteral: string | null = null;
   private groups = 0;
   private maxBackref = 0;
 
@@ -91,7 +169,7 @@ class Translator {
     while (this.i < this.p.length) this.term();
     if (this.stack.length !== 1) throw new Unsupported('unbalanced');
     if (this.maxBackref > this.groups) throw new Unsupported('backreference to a missing group');
-    return { source: this.out, flags: (this.flags.i ? 'i' : '') + (this.flags.m ? 'm' : '') };
+    return { source: this.out, flags: 'u' + (this.flags.i ? 'i' : '') + (this.flags.m ? 'm' : '') };
   }
 
   private leadingFlags(): void {
@@ -108,8 +186,8 @@ class Translator {
 
   private setFlags(letters: string, on: boolean): void {
     for (const c of letters) {
-      if (c === 'i' || c === 'm' || c === 's' || c === 'x' || c === 'U') this.flags[c] = on;
-      else if (c !== 'u' && c !== 'R') throw new Unsupported(`flag ${c}`);
+      if (c === 'i' || c === 'm' || c === 's' || c === 'x' || c === 'U' || c === 'u') this.flags[c] = on;
+      else if (c !== 'R') throw new Unsupported(`flag ${c}`);
     }
   }
 
@@ -131,33 +209,66 @@ class Translator {
     switch (c) {
       case '(': this.group(); return;
       case ')': this.closeGroup(); return;
-      case '[': this.atom(this.klass()); return;
-      case '.': this.i++; this.atom(this.flags.s ? '[\\s\\S]' : '[^\\n]'); return;
-      case '\\': this.atom(this.escape(false)); return;
+      case '[': this.atom(this.klass(), null); return;
+      case '.': this.i++; this.atom(this.flags.s ? '[^]' : '[^\\n]', null); return;
+      case '\\': { const text = this.escape(false); this.atom(text, this.escLiteral); return; }
       case '*': case '+': case '?': case '{': this.quantifier(); return;
-      case '|': case '^': case '$': this.i++; this.out += c; this.lastAtomUnbounded = false; return;
-      default: this.i++; this.atom(c === '/' ? '\\/' : c); return;
+      case '|': {
+        this.i++;
+        this.out += c;
+        const top = this.top();
+        top.alternation = true;
+        if (top.pending !== null) { top.ambiguous = true; top.pending = null; } // `(a+|b)`
+        this.lastAtom = null;
+        return;
+      }
+      case '^': case '$': this.i++; this.out += c; this.lastAtom = null; return; // zero-width
+      case ']': case '}': case '/': this.i++; this.atom('\\' + c, c); return; // literal in Rust; escaped for `u`
+      default: {
+        // One code point (a surrogate pair stays together so a quantifier applies to all of it).
+        const len = this.p.codePointAt(this.i)! > 0xffff ? 2 : 1;
+        const ch = this.p.slice(this.i, this.i + len);
+        this.i += len;
+        this.atom(ch, ch);
+        return;
+      }
     }
   }
 
-  private atom(text: string, unboundedGroup = false): void {
+  private top(): Frame {
+    return this.stack[this.stack.length - 1];
+  }
+
+  /** Emits a non-group atom; `literal` is the one character it matches, if it is a literal. */
+  private atom(text: string, literal: string | null): void {
     this.out += text;
-    this.lastAtomUnbounded = unboundedGroup;
+    const top = this.top();
+    top.atoms++;
+    if (top.first === undefined) top.first = literal;
+    let separator = false;
+    if (top.pending !== null) {
+      separator = literal !== null && !atomMatches(top.pending, literal, this.flags.i);
+      if (!separator) top.ambiguous = true; // `\w+\d`, `\w+\b`, `.+\.`
+      top.pending = null;
+    }
+    this.lastAtom = { kind: 'atom', text, separator };
   }
 
   private group(): void {
     const rest = this.p.slice(this.i);
     let open: string;
+    let lookaround = false;
     let m: RegExpExecArray | null;
     if ((m = /^\(\?P=([A-Za-z_][A-Za-z0-9_]*)\)/.exec(rest)) !== null) {
       this.i += m[0].length;
-      this.atom('\\k<' + m[1] + '>');
+      this.atom('\\k<' + m[1] + '>', null);
       return;
     }
     if ((m = /^\(\?P?<([A-Za-z_][A-Za-z0-9_]*)>/.exec(rest)) !== null) {
       open = '(?<' + m[1] + '>'; this.groups++;
     } else if ((m = /^\(\?(?::|=|!|<=|<!)/.exec(rest)) !== null) {
       open = m[0];
+      lookaround = open !== '(?:';
     } else if (rest.startsWith('(?')) {
       throw new Unsupported('inline flags, atomic or other special group');
     } else {
@@ -165,15 +276,29 @@ class Translator {
     }
     this.i += m[0].length;
     this.out += open;
-    this.stack.push({ unbounded: false });
+    const parent = this.top();
+    const frame = newFrame(lookaround);
+    if (!lookaround) { frame.pending = parent.pending; parent.pending = null; } // the group's first atom may separate
+    this.stack.push(frame);
+    this.lastAtom = null;
   }
 
   private closeGroup(): void {
     if (this.stack.length === 1) throw new Unsupported('unbalanced )');
     this.i++;
     const frame = this.stack.pop()!;
-    if (frame.unbounded) this.stack[this.stack.length - 1].unbounded = true;
-    this.atom(')', frame.unbounded);
+    // Alternatives that can both consume input make each iteration ambiguous: `(\w+|\d+)`.
+    if (frame.alternation && frame.unbounded) frame.ambiguous = true;
+    this.out += ')';
+    const parent = this.top();
+    parent.atoms++;
+    if (parent.first === undefined) parent.first = null; // a group: its first character is not analysed
+    if (!frame.lookaround) {
+      parent.unbounded ||= frame.unbounded;
+      parent.ambiguous ||= frame.ambiguous;
+      parent.pending = frame.pending; // a trailing `\w+` still wants a separator after the group
+    }
+    this.lastAtom = { kind: 'group', frame };
   }
 
   private quantifier(): void {
@@ -195,20 +320,49 @@ class Translator {
     if (p[this.i] === '?') { lazy = true; this.i++; }
     else if (p[this.i] === '+') throw new Unsupported('possessive quantifier');
     if (this.flags.U) lazy = !lazy;
-    if (unbounded) {
-      if (this.lastAtomUnbounded) throw new Unsupported('nested unbounded quantifiers (exponential backtracking in V8)');
-      this.stack[this.stack.length - 1].unbounded = true;
+    const optional = c === '?' || c === '*' || q.startsWith('{0');
+    const top = this.top();
+    const last = this.lastAtom;
+    if (last !== null && last.kind === 'group') {
+      const g = last.frame;
+      // A trailing unbounded atom is fine when the group's mandatory first literal, which starts
+      // the next iteration, cannot be matched by it.
+      const cyclic = g.pending === null
+        || (typeof g.first === 'string' && !atomMatches(g.pending, g.first, this.flags.i));
+      if (unbounded && g.unbounded && (g.ambiguous || !cyclic || g.lookaround)) {
+        throw new Unsupported('nested unbounded quantifiers without a separating literal (exponential backtracking in V8)');
+      }
+      if (unbounded || g.unbounded) {
+        top.unbounded = true;
+        // A repeated group inside a group that is itself repeated: not analysed further.
+        if (unbounded && g.unbounded) top.ambiguous = true;
+      }
+      if (optional && g.unbounded) top.ambiguous = true;
+    } else if (last !== null && last.kind === 'atom') {
+      if (optional && last.separator) top.ambiguous = true; // `(\w+\.?)*`: the separator is optional
+      if (optional && top.atoms === 1) top.first = null; // an optional first literal separates nothing
+      if (unbounded) {
+        if (top.pending !== null) top.ambiguous = true;
+        top.pending = last.text;
+        top.unbounded = true;
+      }
     }
     this.out += q + (lazy ? '?' : '');
-    this.lastAtomUnbounded = false;
+    this.lastAtom = null;
   }
 
-  /** An escape at `\`; returns its JS text. Inside a class, astral code points are unsupported. */
+  /** The inside of a JS class for Rust's `\w` under the current `u` flag. */
+  private wordSet(): string {
+    return this.flags.u ? WORD_UNICODE : WORD_ASCII;
+  }
+
+  /** An escape at `\`; returns its JS text (`inClass`: for use inside a class). */
   private escape(inClass: boolean): string {
     const p = this.p;
     const c = p[this.i + 1];
     if (c === undefined) throw new Unsupported('trailing backslash');
     this.i += 2;
+    this.escLiteral = null;
     if (c >= '1' && c <= '9') {
       if (inClass) throw new Unsupported('backreference in class');
       let n = c;
@@ -216,17 +370,53 @@ class Translator {
       this.maxBackref = Math.max(this.maxBackref, Number(n));
       return '(?:\\' + n + ')';
     }
+    const u = this.flags.u;
     switch (c) {
-      case 'd': case 'D': case 'w': case 'W': case 's': case 'S':
+      case 'd': return u ? '\\p{Nd}' : inClass ? '0-9' : '[0-9]';
+      case 'D':
+        if (u) return '\\P{Nd}';
+        if (inClass) throw new Unsupported('\\D inside a class under (?-u)');
+        return '[^0-9]';
+      case 's': return u ? '\\p{White_Space}' : inClass ? '\\t\\n\\v\\f\\r ' : '[\\t\\n\\v\\f\\r ]';
+      case 'S':
+        if (u) return '\\P{White_Space}';
+        if (inClass) throw new Unsupported('\\S inside a class under (?-u)');
+        return '[^\\t\\n\\v\\f\\r ]';
+      case 'w': return inClass ? this.wordSet() : '[' + this.wordSet() + ']';
+      case 'W':
+        if (inClass) throw new Unsupported('\\W inside a class');
+        return '[^' + this.wordSet() + ']';
       case 'n': case 't': case 'r': case 'f': case 'v':
+        this.escLiteral = ({ n: '\n', t: '\t', r: '\r', f: '\f', v: '\v' } as Record<string, string>)[c];
         return '\\' + c;
-      case 'b': case 'B':
+      case 'b': case 'B': {
         if (inClass) throw new Unsupported('\\b in class');
         if (p[this.i] === '{') throw new Unsupported('\\b{...}');
-        return '\\' + c;
-      case 'a': return '\\x07';
-      case 'A': if (inClass) throw new Unsupported('\\A in class'); return '(?<![\\s\\S])';
-      case 'z': if (inClass) throw new Unsupported('\\z in class'); return '(?![\\s\\S])';
+        const w = '[' + this.wordSet() + ']';
+        return c === 'b'
+          ? `(?:(?<=${w})(?!${w})|(?<!${w})(?=${w}))`
+          : `(?:(?<=${w})(?=${w})|(?<!${w})(?!${w}))`;
+      }
+      case 'p': case 'P': {
+        let name: string;
+        if (p[this.i] === '{') {
+          const close = p.indexOf('}', this.i);
+          if (close < 0) throw new Unsupported('unclosed \\p{');
+          name = p.slice(this.i + 1, close);
+          this.i = close + 1;
+        } else {
+          name = p[this.i] ?? '';
+          this.i += 1;
+        }
+        let negated = c === 'P';
+        if (name.startsWith('^')) { negated = !negated; name = name.slice(1); }
+        const prop = jsProperty(name);
+        if (prop === null) throw new Unsupported(`unknown Unicode class ${JSON.stringify(name)}`);
+        return (negated ? '\\P{' : '\\p{') + prop + '}';
+      }
+      case 'a': this.escLiteral = '\x07'; return '\\x07';
+      case 'A': if (inClass) throw new Unsupported('\\A in class'); return '(?<![^])';
+      case 'z': if (inClass) throw new Unsupported('\\z in class'); return '(?![^])';
       case 'k': {
         const m = /^<([A-Za-z_][A-Za-z0-9_]*)>/.exec(p.slice(this.i));
         if (m === null || inClass) throw new Unsupported('\\k');
@@ -242,14 +432,16 @@ class Translator {
         this.i += m[0].length;
         const cp = parseInt(m[1], 16);
         if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) throw new Unsupported('bad code point');
-        if (cp > 0xffff && inClass) throw new Unsupported('astral code point in class');
-        return inClass ? hex(cp) : codePointOutside(cp);
+        this.escLiteral = String.fromCodePoint(cp);
+        return codePoint(cp);
       }
       default: {
         const code = c.charCodeAt(0);
         // Rust allows escaping any ASCII character but [0-9A-Za-z<>] (`\<`/`\>` are boundaries).
         if (code >= 128 || code < 32 || /[0-9A-Za-z<>]/.test(c)) throw new Unsupported('escape \\' + c);
-        return '\\' + c;
+        this.escLiteral = c;
+        if (JS_SYNTAX_CHARS.has(c) || (inClass && c === '-')) return '\\' + c;
+        return c; // the `u` flag forbids `\#`, `\@`, …; the bare character means the same
       }
     }
   }
@@ -279,10 +471,9 @@ class Translator {
       }
       if (c === '\\') { out += this.escape(true); continue; }
       if (c === ']' || c === '/') { out += '\\' + c; this.i++; continue; }
-      const code = c.codePointAt(0)!;
-      if (code > 0xffff) throw new Unsupported('astral code point in class');
-      out += c;
-      this.i++;
+      const len = p.codePointAt(this.i)! > 0xffff ? 2 : 1;
+      out += p.slice(this.i, this.i + len);
+      this.i += len;
     }
   }
 }

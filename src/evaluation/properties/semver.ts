@@ -113,10 +113,23 @@ export function parseStrictVersion(s: string): Version | null {
 /**
  * Rust `to_semver_representation` applied to a string form: normalise, canonicalise, parse.
  * `null` when the result is not a valid version.
+ *
+ * Memoised: property values (app versions) repeat across flags and requests and a parse costs
+ * ~0.7 µs. The map is cleared when full, bounding memory under many distinct values; results
+ * are frozen so sharing them is safe.
  */
 export function parseVersion(s: string): Version | null {
-  return parseStrictVersion(canonicalizeVersionString(normalizeVersionString(s)));
+  const hit = versionCache.get(s);
+  if (hit !== undefined) return hit;
+  const v = parseStrictVersion(canonicalizeVersionString(normalizeVersionString(s)));
+  if (v !== null) Object.freeze(v);
+  if (versionCache.size >= VERSION_CACHE_MAX) versionCache.clear();
+  versionCache.set(s, v);
+  return v;
 }
+
+const VERSION_CACHE_MAX = 4096;
+const versionCache = new Map<string, Version | null>();
 
 function cmpIdentifiers(a: readonly string[], b: readonly string[], build: boolean): number {
   const n = Math.min(a.length, b.length);
@@ -169,7 +182,7 @@ export interface VersionReq {
   readonly comparators: readonly Comparator[];
 }
 
-const COMPARATOR_RE = /^(=|>=|>|<=|<|~|\^)?\s*([0-9]+|[*xX])(?:\.([0-9]+|[*xX]))?(?:\.([0-9]+|[*xX]))?(?:-([^+]*))?(?:\+(.*))?$/;
+const COMPARATOR_RE = /^(=|>=|>|<=|<|~|\^)? *([0-9]+|[*xX])(?:\.([0-9]+|[*xX]))?(?:\.([0-9]+|[*xX]))?(?:-([^+]*))?(?:\+(.*))?$/;
 
 function isWild(s: string | undefined): boolean {
   return s === '*' || s === 'x' || s === 'X';
@@ -188,9 +201,9 @@ function parseComparator(text: string): Comparator | 'star' | null {
     pre = p;
   }
   if (isWild(maj)) {
-    // `*`, `x`, `*.*`: any version; nothing may follow a wildcard but wildcards.
-    if ((min !== undefined && !isWild(min)) || (pat !== undefined && !isWild(pat)) || preText !== undefined) return null;
-    if (opText !== undefined && opText !== '=') return null;
+    // The crate accepts a wildcard major only as the whole requirement (`*`, `x`, `X`): not
+    // after an operator, not followed by anything (`*.*` is "unexpected after wildcard").
+    if (opText !== undefined || min !== undefined || pat !== undefined || preText !== undefined || buildText !== undefined) return null;
     return 'star';
   }
   const major = u64(maj);
@@ -216,7 +229,7 @@ export function parseVersionReq(text: string): VersionReq | null {
   const parts = text.split(',');
   const comparators: Comparator[] = [];
   for (const raw of parts) {
-    const t = raw.trim();
+    const t = trimSpaces(raw); // the crate skips ASCII spaces only (not tabs)
     if (t === '') return null;
     const c = parseComparator(t);
     if (c === null) return null;
@@ -224,6 +237,13 @@ export function parseVersionReq(text: string): VersionReq | null {
     comparators.push(c);
   }
   return { comparators };
+}
+
+function trimSpaces(s: string): string {
+  let a = 0, b = s.length;
+  while (a < b && s.charCodeAt(a) === 32) a++;
+  while (b > a && s.charCodeAt(b - 1) === 32) b--;
+  return s.slice(a, b);
 }
 
 function matchesExact(c: Comparator, v: Version): boolean {

@@ -5,7 +5,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { compilePropertyFilter, type PropertyFilter } from '../../../src/evaluation/properties/index.js';
+import {
+  compilePropertyFilter, PERSON_METADATA_KEY_PREFIX, propertyLookupKey, type PropertyFilter,
+} from '../../../src/evaluation/properties/index.js';
 
 const NOW = Date.UTC(2024, 0, 15, 12, 0, 0);
 const MISSING = Symbol('missing');
@@ -191,8 +193,9 @@ run('regex / not_regex', [
   ['invalid pattern: not_regex missing still true', 'not_regex', '(', MISSING, true],
   ['invalid pattern: regex missing', 'regex', '(', MISSING, false],
   ['email domain', 'regex', '@posthog\\.com$', 'ben@posthog.com', true],
-  ['subject over the length cap', 'regex', 'a', 'a'.repeat(10_001), false],
-  ['not_regex over the length cap', 'not_regex', 'b', 'a'.repeat(10_001), false],
+  ['subject at the length cap (2048)', 'regex', 'a$', 'a'.repeat(2048), true],
+  ['subject over the length cap', 'regex', 'a', 'a'.repeat(2049), false],
+  ['not_regex over the length cap', 'not_regex', 'b', 'a'.repeat(2049), false],
 ]);
 
 run('gt / gte / lt / lte', [
@@ -316,4 +319,40 @@ test('compiled filter exposes key, type and group type index', () => {
   const group = compilePropertyFilter({ key: 'plan', value: 'x', type: 'group', group_type_index: 2 }, { timezone: 'UTC' });
   assert.deepEqual([group.key, group.type, group.groupTypeIndex], ['plan', 'group', 2]);
   assert.ok(Object.isFrozen(group));
+});
+
+test('person_metadata filters read the prefixed key (Rust lookup_key_for)', () => {
+  const f = compilePropertyFilter({ key: 'created_at', type: 'person_metadata', operator: 'is_date_after', value: '2024-01-01' }, { timezone: 'UTC' });
+  assert.equal(f.key, 'created_at');
+  assert.equal(f.lookupKey, `${PERSON_METADATA_KEY_PREFIX}created_at`);
+  assert.equal(propertyLookupKey('created_at', 'person_metadata'), '__posthog_person_metadata__created_at');
+  assert.equal(f.test({ created_at: '2099-01-01' }, NOW), false, 'a user-set property of the same name is ignored');
+  assert.equal(f.test({ [`${PERSON_METADATA_KEY_PREFIX}created_at`]: '2025-06-01' }, NOW), true);
+  const person = compilePropertyFilter({ key: 'created_at', operator: 'is_set' }, { timezone: 'UTC' });
+  assert.equal(person.lookupKey, 'created_at');
+});
+
+test('test() never throws, whatever the property value', () => {
+  const deep: unknown[] = [];
+  let cur = deep;
+  for (let i = 0; i < 200; i++) { const next: unknown[] = []; cur.push(next); cur = next; }
+  const weird: unknown[] = [
+    '', ' ', '\u0000', '\ud800', '😀', 'İ', 'x'.repeat(100_000), -0, 1e308, -1e-308, Number.MAX_SAFE_INTEGER + 2,
+    true, false, null, [], {}, deep, { a: { b: [1, { c: null }] } }, ['\ud800'], '-1d', '9999y', 'nan', 'inf',
+    '1.0.0-rc.1+build', '2024-02-30', '2024-03-10 02:30', 'v', '*',
+  ];
+  const values: Record<string, unknown> = {
+    exact: 'x', is_not: ['a', 1], icontains: 'É', not_icontains: 1, icontains_multi: ['a'], starts_with: '',
+    ends_with: null, regex: '^(?:a|b)+$', not_regex: '(?i)x', gt: '1e3', lte: 0, between: ['-inf', 'inf'],
+    not_between: [0, 1], is_date_before: '-1m', is_date_after: '2024-01-01', is_date_exact: '2024-01-01T00:00:00Z',
+    semver_eq: '1.0.0', semver_caret: '0', semver_wildcard: '*', in: 1, flag_evaluates_to: true,
+  };
+  for (const [operator, value] of Object.entries(values)) {
+    for (const timezone of ['UTC', 'America/New_York', 'Australia/Lord_Howe']) {
+      const f = compilePropertyFilter({ key: 'k', operator, value }, { timezone });
+      for (const w of weird) {
+        assert.equal(typeof f.test({ k: w }, NOW), 'boolean', `${operator} ${timezone}`);
+      }
+    }
+  }
 });
