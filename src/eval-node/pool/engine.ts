@@ -11,7 +11,7 @@
  *   recompiles when it moved.
  */
 import {
-  compileProject, evaluateFlags,
+  compileProject, evaluateFlags, flagsNeedingHashKeyOverrides,
   type CohortDefinition, type CompiledProject, type FlagDefinition, type ProjectDefinitions as CoreDefinitions, type StoredContext,
 } from '../../evaluation/index.js';
 import type { NodeStore, ProjectDefinitions } from '../store/lmdb.js';
@@ -113,7 +113,9 @@ export class FlagsEngine {
    * properties stage, stored half (spec §4.4 rule 1; research §3.1): the person's stored properties
    * (persons captured through ingestion, looked up by distinct id) unless the request asked for
    * `only_use_override_person_properties`; the stored properties of the request's groups; and the
-   * person's hash-key overrides when some flag has experience continuity. The core lets request
+   * person's hash-key overrides when some answered flag needs them (the core's
+   * `flagsNeedingHashKeyOverrides`; nodes only read overrides, writing them for `$anon_distinct_id`
+   * is not done here). The core lets request
    * properties override all of them. Static-cohort membership is not on nodes yet.
    */
   private stored(e: Entry, job: FlagsJob): StoredContext {
@@ -133,7 +135,9 @@ export class FlagsEngine {
     return {
       person_properties: person?.properties ?? null,
       group_properties: groupProperties,
-      hash_key_overrides: person !== undefined && e.hasContinuity ? this.store.hashKeyOverrides(job.projectId, person.id) : null,
+      hash_key_overrides: person !== undefined && e.hasContinuity && flagsNeedingHashKeyOverrides(e.compiled, req).length > 0
+        ? this.store.hashKeyOverrides(job.projectId, person.id)
+        : null,
     };
   }
 

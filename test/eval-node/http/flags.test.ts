@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import zlib from 'node:zlib';
-import { startTestNode, postFlags, request, PROJECT_TOKEN, LIMITED_TOKEN, type TestNode } from './fixture.js';
+import { startTestNode, postFlags, request, flag, standardFlags, worldChanges, PROJECT_TOKEN, LIMITED_TOKEN, type TestNode } from './fixture.js';
 
 let node: TestNode;
 before(async () => { node = await startTestNode(); });
@@ -58,6 +58,33 @@ test('rule 1: stored person and group properties are used, and request propertie
   assert.equal((await flagsFor({ distinct_id: 'stored-user' }, '/flags?v=2&only_use_override_person_properties=true'))['email-flag'].enabled, false);
   assert.equal((await flagsFor({ distinct_id: 'u', groups: { organization: 'stored-org' } }))['group-flag'].enabled, true, 'stored group');
   assert.equal((await flagsFor({ distinct_id: 'u', groups: { organization: 'stored-org' }, group_properties: { organization: { plan: 'free' } } }))['group-flag'].enabled, false, 'request group properties win');
+});
+
+test('experience continuity: a stored hash-key override buckets the person by its hash key', async () => {
+  const cont = flag('cont', { groups: [{ properties: [], rollout_percentage: 50 }] }, { ensure_experience_continuity: true });
+  const local = await startTestNode({ changes: worldChanges([...standardFlags(), cont]) });
+  try {
+    const changes = [];
+    for (let i = 0; i < 20; i++) {
+      const personId = `0190a000-0000-7000-8000-0000000001${String(i).padStart(2, '0')}`;
+      changes.push(
+        { kind: 'person', entityId: personId, projectId: 1, op: 'upsert' as const, payload: { id: personId, project_id: 1, distinct_ids: [`cp-${i}`], properties: {} } },
+        { kind: 'hash_key_override', entityId: `1:${personId}:cont`, projectId: 1, op: 'upsert' as const,
+          payload: { project_id: 1, person_id: personId, feature_flag_key: 'cont', hash_key: `hk-${i}` } },
+      );
+    }
+    await local.store.applyBatch(changes, 60);
+    const seen = new Set<boolean>();
+    for (let i = 0; i < 20; i++) {
+      const viaOverride = (await postFlags(local, { api_key: PROJECT_TOKEN, distinct_id: `cp-${i}` })).json().flags.cont.enabled;
+      const direct = (await postFlags(local, { api_key: PROJECT_TOKEN, distinct_id: `hk-${i}` })).json().flags.cont.enabled;
+      assert.equal(viaOverride, direct, `cp-${i} buckets as hk-${i}`);
+      seen.add(direct);
+    }
+    assert.equal(seen.size, 2, 'both outcomes occur at 50 %');
+  } finally {
+    await local.close();
+  }
 });
 
 test('groups and group_properties come from the request', async () => {
