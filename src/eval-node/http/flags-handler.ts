@@ -74,14 +74,18 @@ export function flagsHandler(ctx: NodeHttpContext, endpoint: 'flags' | 'decide')
 }
 
 function handleBody(ctx: NodeHttpContext, ex: Exchange, endpoint: 'flags' | 'decide', head: RequestHead, raw: Buffer): void {
+  ex.stage = 'parse';
   const body = parse(ctx, head, raw);
+  ex.stage = 'project';
   const project = projectOf(ctx, body);
+  ex.stage = 'parse';
   const shape = shapeOf(endpoint, head.query.version);
   const config = head.query.config || endpoint === 'decide';
   const requestId = crypto.randomUUID();
   const switches = switchesOf(body);
   const runtime = detectRuntime(head.runtimeHeaders, switches.explicitRuntime);
   const request = evaluationRequestOf(body, runtime, head.query.onlySurveyFlags);
+  ex.stage = 'quota';
   if (quotaLimited(ctx, project)) {
     const hasFeatureFlags = true;
     return ex.send(200, serializeResult(EMPTY_RESULT, { shape, config, requestId, evaluatedAt: Date.now(), quotaLimited: true, hasFeatureFlags }));
@@ -97,6 +101,7 @@ function handleBody(ctx: NodeHttpContext, ex: Exchange, endpoint: 'flags' | 'dec
     disableFlags: switches.disableFlags,
     requestId,
   };
+  ex.stage = 'evaluate';
   const answer = ctx.evaluator.evaluate(job);
   if (typeof answer === 'string' || answer === null) return deliver(ctx, ex, answer);
   answer.then((a) => deliver(ctx, ex, a), (e: unknown) => fail(ctx, ex, e));
@@ -117,6 +122,7 @@ function geoAddress(ex: Exchange, forwardedFor: string): string | null {
 
 function deliver(ctx: NodeHttpContext, ex: Exchange, answer: JobAnswer): void {
   if (answer === null) {
+    ctx.metrics.stageFailure(ex.route, ex.stage);
     ctx.log.error({ route: ex.route }, 'evaluation failed unexpectedly');
     return ex.sendError(errors.internal());
   }
@@ -155,6 +161,7 @@ function quotaLimited(ctx: NodeHttpContext, project: ProjectEntity): boolean {
 }
 
 function fail(ctx: NodeHttpContext, ex: Exchange, e: unknown): void {
+  ctx.metrics.stageFailure(ex.route, ex.stage);
   if (isApiError(e)) return ex.sendError(e);
   ctx.log.error({ err: e, route: ex.route }, 'unexpected error on the flags endpoint');
   ex.sendError(errors.internal());

@@ -8,6 +8,12 @@
 /** Route labels (stable: dashboards use them). */
 export type RouteLabel = 'flags' | 'decide' | 'definitions' | 'capture' | 'health' | 'ready' | 'metrics' | 'other';
 
+/**
+ * Stages of a /flags request (STYLE.md rule 5; flags-handler.ts and pool/engine.ts): filter,
+ * properties, evaluate and serialize run inside the evaluator and fail together as `evaluate`.
+ */
+export type Stage = 'parse' | 'project' | 'quota' | 'filter' | 'properties' | 'evaluate' | 'serialize';
+
 /** Latency histogram upper bounds, in seconds. */
 export const LATENCY_BUCKETS_SECONDS: readonly number[] = Object.freeze([0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]);
 
@@ -30,6 +36,13 @@ interface Histogram {
 export class Metrics {
   private readonly requests = new Map<string, number>();
   private readonly latency = new Map<RouteLabel, Histogram>();
+  private readonly failures = new Map<string, number>();
+
+  /** Records a request that failed (4xx or 5xx) in `stage`. */
+  stageFailure(route: RouteLabel, stage: Stage): void {
+    const key = `${route} ${stage}`;
+    this.failures.set(key, (this.failures.get(key) ?? 0) + 1);
+  }
 
   /** Records one answered request. */
   observe(route: RouteLabel, status: number, seconds: number): void {
@@ -72,6 +85,12 @@ export class Metrics {
       out.push(`switchyard_node_http_request_duration_seconds_bucket{route="${route}",le="+Inf"} ${h.total}`);
       out.push(`switchyard_node_http_request_duration_seconds_sum{route="${route}"} ${h.sum}`);
       out.push(`switchyard_node_http_request_duration_seconds_count{route="${route}"} ${h.total}`);
+    }
+    out.push('# HELP switchyard_node_request_failures_total Requests answered with an error, by the stage that failed.');
+    out.push('# TYPE switchyard_node_request_failures_total counter');
+    for (const [key, n] of this.failures) {
+      const [route, stage] = key.split(' ');
+      out.push(`switchyard_node_request_failures_total{route="${route}",stage="${stage}"} ${n}`);
     }
     out.push('# HELP switchyard_node_revision Last change-log revision applied to the node store.');
     out.push('# TYPE switchyard_node_revision gauge');

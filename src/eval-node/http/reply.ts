@@ -6,7 +6,7 @@
  */
 import type { HttpResponse } from 'uWebSockets.js';
 import type { ApiError } from '../../errors.js';
-import type { Metrics, RouteLabel } from './metrics.js';
+import type { Metrics, RouteLabel, Stage } from './metrics.js';
 
 const STATUS_TEXT: Record<number, string> = {
   200: '200 OK', 204: '204 No Content', 304: '304 Not Modified', 400: '400 Bad Request', 401: '401 Unauthorized',
@@ -27,6 +27,8 @@ export function statusLine(status: number): string {
 export class Exchange {
   aborted = false;
   done = false;
+  /** The pipeline stage the request is in (metrics label of failures; STYLE.md rule 5). */
+  stage: Stage = 'parse';
 
   constructor(
     readonly res: HttpResponse,

@@ -131,6 +131,8 @@ test('probes: /_health, /_ready, /metrics', async () => {
   assert.match(m.text, /switchyard_node_http_requests_total\{route="flags",status="200"\} \d+/);
   assert.match(m.text, /switchyard_node_http_request_duration_seconds_bucket\{route="flags",le="0.005"\} \d+/);
   assert.match(m.text, /switchyard_node_revision \d+/);
+  await postFlags(node, { distinct_id: 'no-token' });
+  assert.match((await request(node.url + '/metrics')).text, /switchyard_node_request_failures_total\{route="flags",stage="project"\} \d+/);
   assert.match(m.text, /switchyard_node_eval_queue\{mode="inline"\} 0/);
   const empty = await startTestNode({ snapshot: false });
   try {
