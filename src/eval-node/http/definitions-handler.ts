@@ -58,7 +58,10 @@ function authorize(ctx: NodeHttpContext, authorization: string, token: string | 
   const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
   if (m === null) throw errors.notAuthenticated();
   const key: PersonalApiKeyEntity | undefined = ctx.store.personalApiKeyByHash(hashPersonalApiKey(m[1]!));
-  if (key === undefined) throw errors.authenticationFailed();
+  if (key === undefined) {
+    if (!ctx.store.hasCompleteSnapshot()) throw errors.unavailable('not_ready', 'This node has not loaded its definitions yet; retry shortly.');
+    throw errors.authenticationFailed();
+  }
   if (token === null || token === '') {
     throw errors.invalidToken('missing_token', 'API key not provided. Pass the project API key as the token query parameter.');
   }

@@ -6,8 +6,9 @@
  * → **serialize** (src/eval-node/pool/engine.ts).
  *
  * Request-level errors (research §4): 400 `request_decoding_error` / `request_parsing_error` /
- * `missing_distinct_id`; 401 `missing_token` / `invalid_token`; 413 `payload_too_large`; anything
- * unexpected → 500 with a generic body. Nothing thrown here escapes the uWS callback.
+ * `missing_distinct_id`; 401 `missing_token` / `invalid_token`; 413 `payload_too_large`; 503
+ * `not_ready` for an unknown token before the node's first complete snapshot; anything unexpected
+ * → 500 with a generic body. Nothing thrown here escapes the uWS callback.
  */
 import crypto from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
@@ -150,6 +151,9 @@ function projectOf(ctx: NodeHttpContext, body: Record<string, unknown>): Project
   }
   const project = ctx.store.projectByToken(token);
   if (project === undefined) {
+    // Before its first complete snapshot a node cannot tell an unknown token from one it has not
+    // received yet: answer 503 (retry elsewhere) rather than a definitive 401.
+    if (!ctx.store.hasCompleteSnapshot()) throw errors.unavailable('not_ready', 'This node has not loaded its definitions yet; retry shortly.');
     throw errors.invalidToken('invalid_token', 'Project API key invalid. You can find your project API key in your project settings.');
   }
   return project;

@@ -138,7 +138,10 @@ test('probes: /_health, /_ready, /metrics', async () => {
   try {
     assert.equal((await request(empty.url + '/_ready')).status, 503);
     assert.equal((await request(empty.url + '/_health')).status, 200);
-    assert.equal((await postFlags(empty, { api_key: PROJECT_TOKEN, distinct_id: 'u' })).status, 401);
+    const early = await postFlags(empty, { api_key: PROJECT_TOKEN, distinct_id: 'u' });
+    assert.equal(early.status, 503, 'unknown token before the first snapshot: retry, not 401');
+    assert.equal(early.json().code, 'not_ready');
+    assert.equal((await request(`${empty.url}/flags/definitions?token=${PROJECT_TOKEN}`, { headers: { authorization: `Bearer ${PERSONAL_KEY}` } })).status, 503);
   } finally {
     await empty.close();
   }
