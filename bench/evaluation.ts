@@ -15,13 +15,14 @@
  * sessions' benchmarks, load average 4–7 on 2 cores, so rounds vary ±40 %: read the best round
  * as "this code on an idle core" and the median as "under contention"):
  *   evaluateFlags               median 400–490 ns/flag (20–25 µs/request, 40–50k requests/s);
- *                               best round 353–372 ns/flag (18 µs/request, 54–57k requests/s)
- *   + JSON.stringify(v2)        median 72–103 µs/request; best 65 µs
- *   + serializeFlagsV2          median 40–51 µs/request;  best 36 µs (same bytes, ~2× faster)
+ *                               best round 338–372 ns/flag (17–18 µs/request, 54–59k requests/s)
+ *                               (last run: median 427, best 338 ns/flag, 46.9k requests/s)
+ *   + JSON.stringify(v2)        median 72–103 µs/request; best 63 µs
+ *   + serializeFlagsV2          median 40–51 µs/request;  best 34 µs (same bytes, ~2× faster)
  *   baseline JSON.parse(body)   1.2–2.3 µs/request → evaluateFlags ≈ 10–11× parsing the request
- *   SHA-1 → hash01 per call     hand-written 270–290 ns, crypto.hash 1.0–1.2 µs,
- *                               crypto.createHash 2.2–3.1 µs (so createHash would cost 70–90 µs
- *                               of the 30 hashes a request needs; hand-written is 8.7 µs)
+ *   SHA-1 → hash01 per call     hand-written 266–290 ns, crypto.hash 1.0–1.2 µs,
+ *                               crypto.createHash 1.4–3.1 µs (createHash would cost 40–90 µs for
+ *                               the 30 hashes a request needs; hand-written costs 8 µs)
  *   The peer figures in research/peer-benchmarks.md were taken on a faster, idle Xeon
  *   (createHash 1.5 µs there vs 2.2–3.1 µs here): flagd-core 0.39 µs/flag, posthog-node 13.6.
  *

@@ -51,12 +51,35 @@ function tagsAllowed(flag: CompiledFlag, envs: readonly string[] | null | undefi
   return false;
 }
 
-/** Which flags of `project` this request answers, by slot (1 = answered). */
+/**
+ * Candidate sets of requests that filter by runtime only (no environments, no flag keys, not
+ * survey-only: the usual SDK call), per project and runtime. Shared: never mutate them.
+ */
+const plainSelections = new WeakMap<CompiledProject, Map<string, Uint8Array>>();
+
+/**
+ * Which flags of `project` this request answers, by slot (1 = answered). The array may be shared
+ * between requests: read it, never write it.
+ */
 export function selectCandidates(project: CompiledProject, req: EvaluationRequest): Uint8Array {
-  const flags = project.flags;
-  const selected = new Uint8Array(flags.length);
   const surveyOnly = req.only_evaluate_survey_feature_flags === true;
   const envs = req.evaluation_environments;
+  const keys = req.flag_keys_to_evaluate;
+  if (!surveyOnly && (envs === null || envs === undefined || envs.length === 0) && (keys === null || keys === undefined)) {
+    let byRuntime = plainSelections.get(project);
+    if (byRuntime === undefined) plainSelections.set(project, (byRuntime = new Map()));
+    const rk = String(req.runtime ?? null);
+    let sel = byRuntime.get(rk);
+    if (sel === undefined) byRuntime.set(rk, (sel = computeSelection(project, req, false, envs)));
+    return sel;
+  }
+  const selected = computeSelection(project, req, surveyOnly, envs);
+  return keys === null || keys === undefined ? selected : narrowToKeys(project, selected, keys);
+}
+
+function computeSelection(project: CompiledProject, req: EvaluationRequest, surveyOnly: boolean, envs: readonly string[] | null | undefined): Uint8Array {
+  const flags = project.flags;
+  const selected = new Uint8Array(flags.length);
   for (let i = 0; i < flags.length; i++) {
     const f = flags[i]!;
     if (!f.live) continue;
@@ -65,21 +88,23 @@ export function selectCandidates(project: CompiledProject, req: EvaluationReques
     if (!tagsAllowed(f, envs)) continue;
     selected[i] = 1;
   }
-  const keys = req.flag_keys_to_evaluate;
-  if (keys !== null && keys !== undefined) {
-    const wanted = new Uint8Array(flags.length);
-    for (const k of keys) {
-      const f = project.byKey.get(k);
-      if (f && selected[f.slot]) wanted[f.slot] = 1;
-    }
-    // Dependents come after their dependencies, so one backward pass closes over dependencies.
-    for (let i = flags.length - 1; i >= 0; i--) {
-      if (!wanted[i]) continue;
-      for (const d of flags[i]!.dependencySlots) if (selected[d]) wanted[d] = 1;
-    }
-    return wanted;
-  }
   return selected;
+}
+
+/** `flag_keys_to_evaluate`: the requested candidates plus, transitively, their candidate dependencies. */
+function narrowToKeys(project: CompiledProject, selected: Uint8Array, keys: readonly string[]): Uint8Array {
+  const flags = project.flags;
+  const wanted = new Uint8Array(flags.length);
+  for (const k of keys) {
+    const f = project.byKey.get(k);
+    if (f && selected[f.slot]) wanted[f.slot] = 1;
+  }
+  // Dependents come after their dependencies, so one backward pass closes over dependencies.
+  for (let i = flags.length - 1; i >= 0; i--) {
+    if (!wanted[i]) continue;
+    for (const d of flags[i]!.dependencySlots) if (selected[d]) wanted[d] = 1;
+  }
+  return wanted;
 }
 
 /**
