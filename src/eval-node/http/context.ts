@@ -28,5 +28,7 @@ export interface NodeHttpContext {
   feed: DefinitionsFeedCache;
   /** False when no GeoIP database could be opened: every job gets `ip: null`. */
   geoipEnabled: boolean;
+  /** Whether a project's flags read `$geoip_*` properties at all (FlagsEngine.needsGeoip of the IO thread's engine). */
+  needsGeoip(projectId: number): boolean;
   syncState?: () => SyncState | undefined;
 }

@@ -95,7 +95,7 @@ function handleBody(ctx: NodeHttpContext, ex: Exchange, endpoint: 'flags' | 'dec
   const job: FlagsJob = {
     projectId: project.id,
     request,
-    ip: ctx.geoipEnabled && !switches.geoipDisable ? geoAddress(ex, head.forwardedFor) : null,
+    ip: ctx.geoipEnabled && !switches.geoipDisable && ctx.needsGeoip(project.id) ? geoAddress(ex, head.forwardedFor) : null,
     shape,
     config,
     onlyOverrideProperties: head.query.onlyOverrideProperties,

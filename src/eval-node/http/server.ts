@@ -93,6 +93,7 @@ export async function startNodeHttp(opts: NodeHttpOptions): Promise<NodeHttp> {
     usage: new FlagUsage(),
     feed: new DefinitionsFeedCache(),
     geoipEnabled: bytes !== null,
+    needsGeoip: (projectId) => engine.needsGeoip(projectId),
     syncState: opts.syncState ?? (opts.sync ? syncStateOf(opts.sync) : undefined),
   };
   const app = uWS.App();
