@@ -4,7 +4,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestNode, postFlags, PROJECT_TOKEN } from './fixture.js';
+import { startTestNode, postFlags, standardFlags, worldChanges, PROJECT_TOKEN } from './fixture.js';
+import { FlagsEngine } from '../../../src/eval-node/pool/engine.js';
+import { NO_GEOIP } from '../../../src/eval-node/geoip/index.js';
 
 function strip(text: string): unknown {
   const b = JSON.parse(text);
@@ -71,5 +73,17 @@ test('a request the pool cannot take (too deep to structured-clone) is answered 
   } finally {
     await pool.close();
     await inline.close();
+  }
+});
+
+test('needsGeoip: true only for projects whose definitions read $geoip_* properties', async () => {
+  const withGeo = await startTestNode();
+  const without = await startTestNode({ changes: worldChanges(standardFlags().filter((f) => f.key !== 'geo-flag')) });
+  try {
+    assert.equal(new FlagsEngine(withGeo.store, NO_GEOIP, true).needsGeoip(1), true);
+    assert.equal(new FlagsEngine(without.store, NO_GEOIP, false).needsGeoip(1), false);
+  } finally {
+    await withGeo.close();
+    await without.close();
   }
 });
