@@ -17,15 +17,19 @@
  * BENCH_POOL_THREADS (2), BENCH_MODES (`ceiling,inline,pool`).
  *
  * RESULTS (2026-11-21, 2 vCPU AMD EPYC, Node 20.20.2, SHARED with other busy sessions: load
- * average 4–8 during every run, so absolute figures are a fraction of a quiet machine's; the
- * peer doc measured the same ceiling at ≥ 172k req/s with wrk on an idle box):
- *   uWS ceiling (fixed 2 KB)  10–18k req/s, p50 2 ms, p99 10–31 ms, 21–23 server CPU µs/req
- *   node inline               4.7–7.5k req/s (26–50 % of the same-run ceiling), p50 5–9 ms,
- *                             p99 14–36 ms, 109–131 CPU µs/req, RSS ~150 MB; p99 at half load 17–58 ms
- *   node pool (2 threads)     3.5–7.7k req/s, p50 5–13 ms, p99 18–99 ms, 112–195 CPU µs/req,
- *                             RSS ~300 MB; p99 at half load 22–109 ms
- *   in-process (same box): evaluateFlags 20–27 µs, v2 serialization 4.6 µs (JSON.stringify of the
- *   same body: 57 µs), JSON.parse of the request 1.6 µs.
+ * average 3–8 during every run, so absolute figures are a fraction of a quiet machine's; the
+ * peer doc measured the same ceiling at ≥ 172k req/s with wrk on an idle box). Ranges over ~8 runs:
+ *   uWS ceiling (fixed 2 KB)  10–42k req/s, p50 1–2 ms, p99 3–31 ms, 16–23 server CPU µs/req
+ *   node inline               4.7–9.2k req/s (13–50 % of the same-run ceiling), p50 4–9 ms,
+ *                             p99 11–36 ms, 106–136 CPU µs/req, RSS ~150 MB
+ *   node pool (2 threads)     3.5–8.7k req/s, p50 4–13 ms, p99 18–99 ms, 112–195 CPU µs/req, RSS ~300 MB
+ *   half load (paced, open loop): inline p50 2.6 ms / p99 111 ms at 4.6k req/s, where the bare
+ *   ceiling driven at the same rate in the same run gave p50 1.7 ms / p99 49 ms: the p99 tail is
+ *   the shared machine's scheduling stalls (server loop-delay max ~10 ms when warm), not the node.
+ *   Bisect (same box): bare uWS + 12 KB fixed body 26 µs/req; + JSON.parse, token lookup and
+ *   requestFromBody 30 µs/req; + evaluation and serialization 84–119 µs/req: evaluation of 50 flags
+ *   is most of a request (in a tight loop 20–27 µs, 2–3× that when the box is loaded).
+ *   In-process: v2 serialization 4.6 µs (JSON.stringify of the same body: 57 µs).
  * Inline vs pool: within noise on throughput (whichever runs second tends to win, since the box's
  * load drifts); inline costs 30–40 % less CPU and half the memory per request, so inline
  * (`SWITCHYARD_EVAL_THREADS=0`, the config default) stays the default. On this box the load
@@ -86,20 +90,58 @@ async function loadChild(opts: { url: string; durationS: number; rate?: number; 
   // generator, not the server, was the limit with one). Users are drawn at random from 100,000.
   const headers = { 'content-type': 'application/json', 'user-agent': 'posthog-node/5.0.0' };
   const requests = Array.from({ length: BODIES }, () => ({ method: 'POST' as const, headers, body: workloadBody(Math.floor(rnd() * USERS)) }));
-  let i = 0;
-  const result = await autocannon({
-    url: opts.url,
-    connections: opts.connections,
-    duration: opts.durationS,
-    // Rate-limited runs (half load) report bogus second-long latencies with pre-built request
-    // lists in autocannon 9; there the body is set per request instead (cheap enough at half rate).
-    ...(opts.rate
-      ? { overallRate: opts.rate, requests: [{ method: 'POST' as const, headers, setupRequest: (req) => { req.body = requests[i++ % BODIES]!.body; return req; } }] }
-      : { requests }),
-  });
+  if (opts.rate) return pacedLoad(opts.url, opts.durationS, opts.rate, opts.connections, requests.map((r) => r.body));
+  const result = await autocannon({ url: opts.url, connections: opts.connections, duration: opts.durationS, requests });
   process.stdout.write(JSON.stringify({
     rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99,
     non2xx: result.non2xx, errors: result.errors + result.timeouts, total: result.requests.total,
+  } satisfies LoadResult) + '\n');
+}
+
+/**
+ * Open-loop load at a fixed rate (the half-load run): requests are due at start + i/rate and sent
+ * over up to `connections` keep-alive sockets; latency is measured from the DUE time, so a stalled
+ * server is not hidden by the generator waiting (no coordinated omission). autocannon's
+ * `overallRate` was not used: it releases each second's budget in a burst, which measured the
+ * burst's queueing rather than the server's latency at that rate. Latencies in ms with µs precision.
+ */
+async function pacedLoad(url: string, durationS: number, rate: number, connections: number, bodies: string[]): Promise<void> {
+  const http = await import('node:http');
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  const target = new URL(url);
+  const latencies: number[] = [];
+  let non2xx = 0;
+  let errors = 0;
+  let sent = 0;
+  let inflight = 0;
+  const start = performance.now();
+  const endAt = start + durationS * 1000;
+  const fire = (due: number, body: string): void => {
+    inflight++;
+    const req = http.request({
+      agent, host: target.hostname, port: target.port, path: target.pathname + target.search, method: 'POST',
+      headers: { 'content-type': 'application/json', 'user-agent': 'posthog-node/5.0.0', 'content-length': Buffer.byteLength(body) },
+    }, (res) => {
+      if (res.statusCode !== 200) non2xx++;
+      res.resume();
+      res.on('end', () => { latencies.push(performance.now() - due); inflight--; });
+    });
+    req.on('error', () => { errors++; inflight--; });
+    req.end(body);
+  };
+  await new Promise<void>((resolve) => {
+    const tick = setInterval(() => {
+      const now = performance.now();
+      const due = Math.min(Math.floor(((Math.min(now, endAt) - start) / 1000) * rate), Math.floor(durationS * rate));
+      while (sent < due) { fire(start + (sent * 1000) / rate, bodies[sent % bodies.length]!); sent++; }
+      if (now >= endAt && inflight === 0) { clearInterval(tick); resolve(); }
+    }, 1);
+  });
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  const pct = (q: number) => Number((latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0).toFixed(3));
+  process.stdout.write(JSON.stringify({
+    rps: latencies.length / durationS, p50: pct(0.5), p99: pct(0.99), non2xx, errors, total: latencies.length,
   } satisfies LoadResult) + '\n');
 }
 
@@ -126,12 +168,14 @@ interface Row {
   name: string;
   max: LoadResult;
   half?: LoadResult;
+  /** The uWS ceiling endpoint driven at the same paced rate: the latency floor of the generator. */
+  halfBaseline?: LoadResult;
   rssMb: number;
   /** Server-process CPU (all threads) per answered request during the max-rate run, in µs. */
   cpuUsPerReq: number;
 }
 
-async function measure(name: string, url: string, withHalf: boolean): Promise<Row> {
+async function measure(name: string, url: string, withHalf: boolean, baselineUrl?: string): Promise<Row> {
   process.stderr.write(`${name}: warm-up ${WARMUP_S}s, run ${DURATION_S}s…\n`);
   if (WARMUP_S > 0) await load(url, WARMUP_S);
   const cpu0 = process.cpuUsage();
@@ -140,11 +184,14 @@ async function measure(name: string, url: string, withHalf: boolean): Promise<Ro
   const cpuUsPerReq = (cpu.user + cpu.system) / Math.max(1, max.total);
   const rssMb = process.memoryUsage().rss / 1024 / 1024;
   let half: LoadResult | undefined;
+  let halfBaseline: LoadResult | undefined;
   if (withHalf) {
     process.stderr.write(`${name}: half load ${Math.round(max.rps / 2)} req/s for ${DURATION_S}s…\n`);
     half = await load(url, DURATION_S, Math.max(1, Math.round(max.rps / 2)));
+    // The generator's own latency at that rate, against the bare uWS endpoint (same run).
+    if (baselineUrl) halfBaseline = await load(baselineUrl, DURATION_S, Math.max(1, Math.round(max.rps / 2)));
   }
-  return { name, max, half, rssMb, cpuUsPerReq };
+  return { name, max, half, halfBaseline, rssMb, cpuUsPerReq };
 }
 
 async function main(): Promise<void> {
@@ -158,15 +205,13 @@ async function main(): Promise<void> {
     await store.commitSnapshot(1);
     const log = createLogger('silent');
     let ceilingRps = 0;
-    if (MODES.includes('ceiling')) {
-      const ceiling = await startCeiling();
-      try {
-        const r = await measure('uWS ceiling (fixed 2 KB)', ceiling.url, false);
-        ceilingRps = r.max.rps;
-        rows.push(r);
-      } finally {
-        ceiling.close();
-      }
+    // The ceiling stays up for the whole run: it is also the latency baseline of the half-load runs.
+    const ceiling = MODES.includes('ceiling') ? await startCeiling() : null;
+    try {
+    if (ceiling) {
+      const r = await measure('uWS ceiling (fixed 2 KB)', ceiling.url, false);
+      ceilingRps = r.max.rps;
+      rows.push(r);
     }
     for (const mode of ['inline', 'pool'].filter((m) => MODES.includes(m))) {
       const threads = mode === 'inline' ? 0 : POOL_THREADS;
@@ -176,10 +221,13 @@ async function main(): Promise<void> {
         const res = await fetch(`${node.url}/flags?v=2`, { method: 'POST', body: workloadBody(2), headers: { 'content-type': 'application/json' } });
         const flags = Object.keys(((await res.json()) as { flags: object }).flags);
         if (res.status !== 200 || flags.length !== 50) throw new Error(`${mode}: expected 50 flags, got ${res.status} ${flags.length}`);
-        rows.push(await measure(mode === 'inline' ? 'node inline (EVAL_THREADS=0)' : `node pool (EVAL_THREADS=${threads})`, `${node.url}/flags?v=2`, true));
+        rows.push(await measure(mode === 'inline' ? 'node inline (EVAL_THREADS=0)' : `node pool (EVAL_THREADS=${threads})`, `${node.url}/flags?v=2`, true, ceiling?.url));
       } finally {
         await node.close();
       }
+    }
+    } finally {
+      ceiling?.close();
     }
     report(rows, ceilingRps);
   } finally {
@@ -193,12 +241,13 @@ function report(rows: Row[], ceilingRps: number): void {
   console.log(`\nPOST /flags?v=2, 50 flags, ${CONNECTIONS} connections, ${DURATION_S}s after ${WARMUP_S}s warm-up; autocannon in a child process`);
   const load = os.loadavg().map((x) => x.toFixed(2)).join(' ');
   console.log(`Node ${process.version}, ${os.availableParallelism()} vCPU (${cpu}); load average at the end ${load} (other processes share the machine)\n`);
-  console.log('| run | req/s | p50 ms | p99 ms | non-2xx | RSS MB | server CPU µs/req | req/s per core (1e6/CPU µs) | vs uWS ceiling | p99 ms at half load (req/s) |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+  console.log('| run | req/s | p50 ms | p99 ms | non-2xx | RSS MB | server CPU µs/req | req/s per core (1e6/CPU µs) | vs uWS ceiling | half load: req/s, p50/p99 ms | same rate on the uWS ceiling: p50/p99 ms |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|');
   for (const r of rows) {
     const ratio = ceilingRps > 0 ? `${((r.max.rps / ceilingRps) * 100).toFixed(1)} %` : '–';
-    const half = r.half ? `${r.half.p99} (${Math.round(r.half.rps)})` : '–';
-    console.log(`| ${r.name} | ${Math.round(r.max.rps)} | ${r.max.p50} | ${r.max.p99} | ${r.max.non2xx + r.max.errors} | ${r.rssMb.toFixed(0)} | ${r.cpuUsPerReq.toFixed(1)} | ${Math.round(1e6 / r.cpuUsPerReq)} | ${ratio} | ${half} |`);
+    const half = r.half ? `${Math.round(r.half.rps)}, ${r.half.p50}/${r.half.p99}` : '–';
+    const base = r.halfBaseline ? `${r.halfBaseline.p50}/${r.halfBaseline.p99}` : '–';
+    console.log(`| ${r.name} | ${Math.round(r.max.rps)} | ${r.max.p50} | ${r.max.p99} | ${r.max.non2xx + r.max.errors} | ${r.rssMb.toFixed(0)} | ${r.cpuUsPerReq.toFixed(1)} | ${Math.round(1e6 / r.cpuUsPerReq)} | ${ratio} | ${half} | ${base} |`);
   }
   const inline = rows.find((r) => r.name.startsWith('node inline'));
   const pool = rows.find((r) => r.name.startsWith('node pool'));
