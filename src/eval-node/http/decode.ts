@@ -4,7 +4,8 @@
  *
  * - `application/x-www-form-urlencoded`: percent-decode, take the text after `data=` (the prefix
  *   is optional), base64-decode, parse JSON. gzip is refused here (posthog-js sends this in its
- *   `compression: base64` mode).
+ *   `compression: base64` mode). Beyond Rust: when that fails, the percent-decoded text is tried
+ *   as plain JSON (old clients' `data=<url-encoded JSON>`).
  * - anything else (`application/json`, `text/plain`, none): gunzip when `compression=gzip|gzip-js`,
  *   `Content-Encoding` contains gzip, or the body starts with the gzip magic `1f 8b`; parse JSON
  *   (lenient: bare `NaN`/`Infinity` become null; invalid UTF-8 decoded lossily); when that fails,
@@ -80,8 +81,11 @@ function decodeForm(body: Buffer): unknown {
   const bytes = base64Bytes(text);
   if (isGzip(bytes)) throw new DecodeError('request_decoding_error', 'gzip is not supported in form-encoded bodies');
   const parsed = parseJsonLenient(bytes.toString('utf8'));
-  if (!parsed.ok) throw new DecodeError('request_decoding_error', `Failed to decode form data: ${parsed.error}`);
-  return parsed.value;
+  if (parsed.ok) return parsed.value;
+  // Some old clients post `data=<url-encoded JSON>` without base64: accept it too.
+  const plain = parseJsonLenient(text);
+  if (plain.ok) return plain.value;
+  throw new DecodeError('request_decoding_error', `Failed to decode form data: ${parsed.error}`);
 }
 
 /** `%XX` sequences → bytes (UTF-8); malformed sequences are kept as written. `+` stays `+` (base64 alphabet). */

@@ -80,7 +80,19 @@ export async function startNodeHttp(opts: NodeHttpOptions): Promise<NodeHttp> {
   const log = opts.log.child({ component: 'node-http' });
   const { geoip, bytes } = openGeoip(config, log);
   const engine = new FlagsEngine(store, geoip, true);
-  const unsubscribe = store.onApplied((_rev, projectIds) => engine.invalidate(projectIds));
+  // Swap compiled projects whole on every applied change; inline mode recompiles the projects it
+  // was serving right away (next turn), so no request pays for a compile after a change.
+  const warmAfterChange = config.evalThreads === 0;
+  const unsubscribe = store.onApplied((_rev, projectIds) => {
+    const dropped = engine.invalidate(projectIds);
+    if (warmAfterChange && dropped.length > 0) {
+      setImmediate(() => {
+        for (const id of dropped) {
+          try { engine.warm(id); } catch (e) { log.error({ err: e, project_id: id }, 'recompiling a project failed'); }
+        }
+      });
+    }
+  });
   let evaluator: Evaluator;
   if (config.evalThreads > 0) {
     evaluator = poolEvaluator(config.evalThreads, { storePath: opts.storePath ?? path.join(config.dataDir, 'lmdb'), geoipBytes: bytes }, engine);

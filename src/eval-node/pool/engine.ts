@@ -51,13 +51,25 @@ export class FlagsEngine {
 
   constructor(private readonly store: EngineStore, private readonly geoip: Geoip, private readonly trusted: boolean) {}
 
-  /** Drops the compiled projects in `projectIds` (null = every project). */
-  invalidate(projectIds: Iterable<number | null>): void {
+  /**
+   * Drops the compiled projects in `projectIds` and returns those that were compiled (callers may
+   * {@link warm} them). `null` (a cluster-wide change: organization or personal API key) is
+   * ignored: it never changes definitions, and a snapshot swap lists every project explicitly
+   * (NodeStore.onApplied).
+   */
+  invalidate(projectIds: Iterable<number | null>): number[] {
+    const dropped: number[] = [];
     for (const id of projectIds) {
-      if (id === null) { this.cache.clear(); this.geoipUse.clear(); return; }
-      this.cache.delete(id);
+      if (id === null) continue;
+      if (this.cache.delete(id)) dropped.push(id);
       this.geoipUse.delete(id);
     }
+    return dropped;
+  }
+
+  /** Compiles `projectId` now (after a change) so that the next request does not pay for it. */
+  warm(projectId: number): void {
+    this.entry(projectId);
   }
 
   /**

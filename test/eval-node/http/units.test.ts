@@ -79,6 +79,7 @@ test('decodeBody', () => {
     ['base64', Buffer.from(Buffer.from(json).toString('base64')), meta('text/plain')],
     ['base64 unpadded, percent-encoded', Buffer.from(encodeURIComponent(Buffer.from(json).toString('base64').replace(/=+$/, ''))), meta('text/plain')],
     ['form', Buffer.from(`data=${encodeURIComponent(Buffer.from(json).toString('base64'))}`), meta('application/x-www-form-urlencoded; charset=utf-8')],
+    ['form, url-encoded JSON', Buffer.from(`data=${encodeURIComponent(json)}`), meta('application/x-www-form-urlencoded')],
   ];
   for (const [name, body, m] of ok) assert.deepEqual(decodeBody(body, m, 1 << 20), obj, name);
   const bad: [string, Buffer, ReturnType<typeof meta>][] = [
