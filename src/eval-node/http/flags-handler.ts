@@ -12,7 +12,7 @@
  */
 import crypto from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { ApiError, errors, isApiError } from '../../errors.js';
+import { errors, isApiError } from '../../errors.js';
 import type { ProjectEntity } from '../../control-plane/change-log/entities.js';
 import { clientAddress } from '../geoip/index.js';
 import type { FlagsJob, JobAnswer } from '../pool/job.js';
@@ -171,4 +171,3 @@ function fail(ctx: NodeHttpContext, ex: Exchange, e: unknown): void {
   ex.sendError(errors.internal());
 }
 
-export type { ApiError };
