@@ -1,6 +1,7 @@
 /**
  * The control plane: migrations (under an advisory lock), first-start bootstrap, the
- * management API over HTTP and the gRPC service the evaluation nodes watch.
+ * management API over HTTP, the gRPC service the evaluation nodes watch and report to, and a
+ * periodic quota refresh (a new month lifts limits).
  */
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
@@ -9,35 +10,60 @@ import { migrate } from './db/migrate.js';
 import { bootstrap, type BootstrapResult } from './bootstrap.js';
 import { startHttpServer, type RunningHttp } from './http/server.js';
 import { allRoutes } from './http/app.js';
+import { startGrpcServer, type GrpcServer } from './grpc/server.js';
+import { refreshAllQuotas } from './quota/service.js';
+
+/** How often limits are re-evaluated against the current month, in milliseconds. */
+export const QUOTA_REFRESH_INTERVAL_MS = 60_000;
 
 /** A running control plane. */
 export interface ControlPlane {
   sql: Sql;
   http: RunningHttp;
+  /** null when no cluster token is configured (management API only). */
+  grpc: GrpcServer | null;
   bootstrap: BootstrapResult;
   close(): Promise<void>;
 }
 
-/** Starts the control plane on `databaseUrl`. Ports 0 pick free ones (tests). */
+/**
+ * Starts the control plane on `databaseUrl`. Ports 0 pick free ones (tests). gRPC starts only
+ * with a cluster token: a control plane never accepts anonymous nodes.
+ */
 export async function startControlPlane(config: Config, log: Logger, databaseUrl: string): Promise<ControlPlane> {
   const sql = connect(databaseUrl);
+  const started: { close(): Promise<void> }[] = [];
   try {
     const applied = await migrate(sql);
     if (applied.length > 0) log.info({ migrations: applied }, 'applied migrations');
     const boot = await bootstrap(sql, config);
     const deps = { sql, config, log: log.child({ component: 'control-plane' }) };
+    const grpc = config.clusterToken === null ? null : await startGrpcServer({ sql, config, log });
+    if (grpc) started.push(grpc);
+    else log.warn('SWITCHYARD_CLUSTER_TOKEN is not set: gRPC is off and no evaluation node can connect');
     const http = await startHttpServer(deps, allRoutes(deps), {
       ready: async () => { await sql`SELECT 1`; return true; },
       metrics: async () => '',
     }, config.apiPort);
+    const quotaTimer = setInterval(() => {
+      refreshAllQuotas(sql).catch((e) => log.error({ err: e }, 'quota refresh failed'));
+    }, QUOTA_REFRESH_INTERVAL_MS);
+    quotaTimer.unref();
+    let closing: Promise<void> | null = null;
     return {
-      sql, http, bootstrap: boot,
-      async close() {
-        await http.close();
-        await sql.end({ timeout: 5 });
+      sql, http, grpc, bootstrap: boot,
+      close() {
+        closing ??= (async () => {
+          clearInterval(quotaTimer);
+          await http.close();
+          await grpc?.close();
+          await sql.end({ timeout: 5 });
+        })();
+        return closing;
       },
     };
   } catch (e) {
+    for (const s of started) await s.close().catch(() => {});
     await sql.end({ timeout: 1 }).catch(() => {});
     throw e;
   }
