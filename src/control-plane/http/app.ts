@@ -5,11 +5,13 @@
 import type { Deps, Route } from './types.js';
 import { projectRoutes } from '../projects/routes.js';
 import { featureFlagRoutes } from '../feature-flags/routes.js';
+import { localEvaluationRoutes } from '../feature-flags/local-evaluation-routes.js';
 
 /** All management routes. */
 export function allRoutes(deps: Deps): Route[] {
   return [
     ...projectRoutes(deps),
     ...featureFlagRoutes(deps),
+    ...localEvaluationRoutes(deps),
   ];
 }

@@ -7,7 +7,7 @@ import type { NodeStore } from '../store/lmdb.js';
 import type { Evaluator } from '../pool/index.js';
 import type { Metrics } from './metrics.js';
 import type { FlagUsage } from './usage.js';
-import type { DefinitionsFeedCache } from './definitions-feed.js';
+import type { DefinitionsFeedCache } from '../../feed/definitions-feed.js';
 
 /** Sync state as the node's sync client reports it (all fields optional). */
 export interface SyncState {

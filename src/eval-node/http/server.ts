@@ -16,7 +16,7 @@ import type { NodeStore } from '../store/lmdb.js';
 import { geoipFromBytes, loadGeoipBytes, NO_GEOIP, type Geoip } from '../geoip/index.js';
 import { FlagsEngine, inlineEvaluator, poolEvaluator, type Evaluator } from '../pool/index.js';
 import type { NodeHttpContext, SyncState } from './context.js';
-import { DefinitionsFeedCache } from './definitions-feed.js';
+import { DefinitionsFeedCache } from '../../feed/definitions-feed.js';
 import { Metrics } from './metrics.js';
 import { registerRoutes } from './routes.js';
 import type { CaptureHandler } from './capture-routes.js';

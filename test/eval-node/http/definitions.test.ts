@@ -8,7 +8,7 @@ import {
   startTestNode, request, flag, worldChanges, standardFlags, COHORT_7, PROJECT_TOKEN, LIMITED_TOKEN, OTHER_ORG_TOKEN,
   PERSONAL_KEY, WRITE_KEY, NO_SCOPE_KEY, SCOPED_OTHER_KEY, postFlags, type TestNode,
 } from './fixture.js';
-import { buildDefinitionsFeed, dependencyChain } from '../../../src/eval-node/http/definitions-feed.js';
+import { buildDefinitionsFeed, dependencyChain } from '../../../src/feed/definitions-feed.js';
 
 let node: TestNode;
 before(async () => { node = await startTestNode(); });

@@ -15,11 +15,23 @@
  *   as they are (PostHog's legacy inlining of single simple cohorts is not implemented: posthog-node
  *   then falls back to /flags for those flags, which gives the same answers).
  *
- * The evaluation core exports no feed builder, so it lives here. Bodies are built once per
+ * Shared by the node's `GET /flags/definitions` and the control plane's F15 `local_evaluation`, so
+ * both serve the same body. The evaluation core stays free of this wire concern. Bodies are built once per
  * (project, definitions revision, send_cohorts) and cached as strings.
  */
-import type { CohortEntity, FeatureFlagEntity } from '../../control-plane/change-log/entities.js';
-import type { ProjectDefinitions } from '../store/lmdb.js';
+import type { CohortEntity, FeatureFlagEntity } from '../control-plane/change-log/entities.js';
+
+/**
+ * What the feed is built from: a project's live flags and cohorts and its group types, as the
+ * change log carries them. The node store's `definitions()` and the control plane's tables both
+ * provide it. `revision` identifies the state (cache key; part of the ETag).
+ */
+export interface FeedInput {
+  revision: number;
+  flags: readonly FeatureFlagEntity[];
+  cohorts: readonly CohortEntity[];
+  groupTypeMapping: Record<string, string>;
+}
 
 /** MinimalFlag as served (research management-api §2.9). */
 export interface MinimalFlag {
@@ -129,7 +141,7 @@ function cohortGroup(c: CohortEntity): unknown {
 }
 
 /** Builds the feed body for `defs`. */
-export function buildDefinitionsFeed(defs: ProjectDefinitions, sendCohorts: boolean): DefinitionsFeed {
+export function buildDefinitionsFeed(defs: FeedInput, sendCohorts: boolean): DefinitionsFeed {
   const byId = new Map<number, FeatureFlagEntity>();
   for (const f of defs.flags) if (!f.deleted) byId.set(f.id, f);
   const flags: MinimalFlag[] = [];
@@ -177,7 +189,7 @@ export class DefinitionsFeedCache {
   private readonly entries = new Map<string, { revision: number; body: string }>();
 
   /** The JSON body of the feed for `projectId` at `defs.revision`. */
-  body(projectId: number, defs: ProjectDefinitions, sendCohorts: boolean): string {
+  body(projectId: number, defs: FeedInput, sendCohorts: boolean): string {
     const key = `${projectId}:${sendCohorts ? 1 : 0}`;
     const hit = this.entries.get(key);
     if (hit !== undefined && hit.revision === defs.revision) return hit.body;
