@@ -25,7 +25,7 @@ const UINT = /^\d{1,15}$/;
 /** Builds the unary `ReportUsage` handler. */
 export function createReportUsageHandler(deps: { sql: Sql; log: Logger; clusterToken: string }):
   grpc.handleUnaryCall<UsageReportMessage, Record<string, never>> {
-  const log = deps.log.child({ component: 'grpc-usage' });
+  const log = deps.log.child({ rpc: 'ReportUsage' });
   return (call, callback) => {
     if (!hasClusterToken(call.metadata, deps.clusterToken)) {
       callback(unauthenticated() as grpc.ServiceError, null);
