@@ -286,3 +286,20 @@ test('concurrent batches for the same new distinct id create one person', async 
   assert.equal(n, 1);
   assert.deepEqual(Object.keys((await personOf(id))!.properties).sort(), ['k1', 'k2', 'k3', 'k4']);
 });
+
+test('the capture snapshot matches the change-log shapes of the current state', async () => {
+  const { streamCaptureEntities } = await import('../../../src/control-plane/ingestion/snapshot.js');
+  const id = `snap-${crypto.randomUUID()}`;
+  await ingestEvents(db.sql, [ev('e', id, { $set: { s: 1 } })]);
+  await writeHashKeyOverrides(db.sql, projectId, [id], ['snap-flag'], 'h');
+  const seen: { kind: string; entityId: string; payload: any }[] = [];
+  await db.sql.begin('isolation level repeatable read read only', async (tx) => {
+    await streamCaptureEntities(tx, (e) => { seen.push(e); });
+  });
+  const person = (await personOf(id))!;
+  const p = seen.find((e) => e.kind === 'person' && e.entityId === person.uuid)!;
+  assert.deepEqual(p.payload, { id: person.uuid, project_id: projectId, distinct_ids: [id], properties: { s: 1 } });
+  const o = seen.find((e) => e.kind === 'hash_key_override' && e.entityId === `${projectId}:${person.uuid}:snap-flag`)!;
+  assert.deepEqual(o.payload, { project_id: projectId, person_id: person.uuid, feature_flag_key: 'snap-flag', hash_key: 'h' });
+  assert.ok(seen.some((e) => e.kind === 'group' && e.entityId === `${projectId}:0:acme`));
+});
