@@ -6,6 +6,7 @@
 const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
   start: { summary: 'run embedded Postgres, the control plane and an evaluation node', load: () => import('./commands/start.js') },
   'control-plane': { summary: 'run the control plane (management API and gRPC)', load: () => import('./commands/control-plane.js') },
+  quota: { summary: 'quota set --organization N --monthly-flag-requests M: limit /flags requests', load: () => import('./commands/quota.js') },
   keys: { summary: 'keys create --scopes a:read,b:write [--project N]: print a new personal API key', load: () => import('./commands/keys.js') },
 };
 

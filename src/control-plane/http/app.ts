@@ -4,10 +4,12 @@
  */
 import type { Deps, Route } from './types.js';
 import { projectRoutes } from '../projects/routes.js';
+import { featureFlagRoutes } from '../feature-flags/routes.js';
 
 /** All management routes. */
 export function allRoutes(deps: Deps): Route[] {
   return [
     ...projectRoutes(deps),
+    ...featureFlagRoutes(deps),
   ];
 }

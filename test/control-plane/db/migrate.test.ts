@@ -17,7 +17,7 @@ test('migrations apply once and record every version', async () => {
 test('concurrent migrators serialise on the advisory lock', async () => {
   const db = await createTestDatabase();
   try {
-    await db.sql`DROP TABLE schema_migrations, change_log, activity_log, feature_flags, cohorts, group_type_mappings, personal_api_keys, users, projects, organizations`;
+    await db.sql.unsafe('DROP SCHEMA public CASCADE; CREATE SCHEMA public');
     const results = await Promise.all([migrate(db.sql), migrate(db.sql), migrate(db.sql)]);
     const applied = results.flat().sort((a, b) => a - b);
     assert.deepEqual(applied, listMigrations().map((m) => m.version), 'each migration applied exactly once');
