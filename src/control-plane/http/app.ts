@@ -5,11 +5,15 @@
 import type { Deps, Route } from './types.js';
 import { projectRoutes } from '../projects/routes.js';
 import { featureFlagRoutes } from '../feature-flags/routes.js';
+import { featureFlagStatusRoutes } from '../feature-flags/status-routes.js';
+import { eventDefinitionRoutes } from '../event-definitions/routes.js';
 
 /** All management routes. */
 export function allRoutes(deps: Deps): Route[] {
   return [
     ...projectRoutes(deps),
     ...featureFlagRoutes(deps),
+    ...featureFlagStatusRoutes(deps),
+    ...eventDefinitionRoutes(deps),
   ];
 }
