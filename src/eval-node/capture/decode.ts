@@ -91,7 +91,9 @@ export function decodeCaptureBody(body: Buffer, query: URLSearchParams, contentT
 
   if (compression === 'gzip' || compression === 'gzip-js' || isGzip(payload)) {
     payload = gunzip(payload);
-  } else if (compression === 'base64' || (isLikelyBase64(payload) && !isLikelyJsonStart(payload))) {
+  } else if (isLikelyBase64(payload) && !isLikelyJsonStart(payload)) {
+    // `compression=base64`, or base64 that came out of a form's `data` (a body that was base64
+    // as a whole was decoded in step 2 already, so the hint alone must not decode twice).
     payload = base64(payload);
     if (isGzip(payload)) payload = gunzip(payload);
   }
