@@ -7,7 +7,8 @@
  *   2. lock      — per-project ingestion locks, ascending (locks.ts);
  *   3. dedupe    — drop uuids seen earlier in the batch or already stored: a duplicate has no
  *                  further effect, so redelivery (at-least-once from the node) is harmless;
- *   4. persons   — per event, in batch order (persons.ts), giving each event its person uuid;
+ *   4. persons   — per event, in batch order, on an in-memory copy loaded in one query and
+ *                  written back in bulk (persons.ts), giving each event its person uuid;
  *   5. groups    — `$groupidentify` and `$groups` type mappings (groups.ts);
  *   6. events    — one bulk insert, ON CONFLICT (project_id, uuid) DO NOTHING as a safety net;
  *   7. definitions, flag usage — one statement each for the batch;
@@ -19,7 +20,7 @@ import { recordEventDefinitions } from './definitions.js';
 import { recordFlagUsage } from './flag-usage.js';
 import { processGroups, type GroupTypeCache } from './groups.js';
 import { lockProjects } from './locks.js';
-import { processPerson } from './persons.js';
+import { PersonBatch } from './persons.js';
 import { normalizeEvent, type IngestEvent } from './types.js';
 
 /** Outcome of {@link ingestEvents}. */
@@ -71,11 +72,14 @@ export async function ingestEvents(sql: Sql, events: readonly unknown[]): Promis
 
     const changes = new ChangeSet();
     const groupTypes: GroupTypeCache = new Map();
+    const persons = new PersonBatch(tx, changes);
+    await persons.preload(fresh);
     const personIds: (string | null)[] = [];
     for (const ev of fresh) {
-      personIds.push(await processPerson(tx, changes, ev));
+      personIds.push(await persons.process(ev));
       await processGroups(tx, changes, groupTypes, ev);
     }
+    await persons.flush();
     const rows = await tx<{ uuid: string }[]>`
       INSERT INTO events (project_id, uuid, event, distinct_id, person_id, properties, timestamp)
       SELECT p, u, e, d, pid, props::jsonb, t
