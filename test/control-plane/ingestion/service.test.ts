@@ -303,3 +303,36 @@ test('the capture snapshot matches the change-log shapes of the current state', 
   assert.deepEqual(o.payload, { project_id: projectId, person_id: person.uuid, feature_flag_key: 'snap-flag', hash_key: 'h' });
   assert.ok(seen.some((e) => e.kind === 'group' && e.entityId === `${projectId}:0:acme`));
 });
+
+test('a merge inside one batch, after both persons were created in it', async () => {
+  const anon = `ib-anon-${crypto.randomUUID()}`;
+  const user = `ib-user-${crypto.randomUUID()}`;
+  const rev = await maxRevision();
+  await ingestEvents(db.sql, [
+    ev('pageview', anon, { $set: { a: 1, shared: 'anon' } }),
+    ev('pageview', user, { $set: { u: 1, shared: 'user' } }),
+    ev('$identify', user, { $anon_distinct_id: anon, $set: { after: true } }),
+    ev('pageview', anon, { $set: { later: 1 } }),
+  ]);
+  const p = (await personOf(anon))!;
+  assert.equal(p.uuid, (await personOf(user))!.uuid);
+  assert.deepEqual(p.properties, { a: 1, u: 1, shared: 'user', after: true, later: 1 });
+  const [{ n }] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM person_distinct_ids WHERE distinct_id IN (${anon}, ${user})`;
+  assert.equal(n, 2);
+  const changes = (await changesSince(rev)).filter((c) => c.kind === 'person');
+  assert.deepEqual(changes.map((c) => c.op), ['delete', 'upsert']);
+  assert.equal(changes[1]!.entity_id, p.uuid);
+  assert.deepEqual(changes[1]!.payload.properties, p.properties);
+});
+
+test('$merge_dangerously merges even an identified person', async () => {
+  const a = `md-a-${crypto.randomUUID()}`;
+  const b = `md-b-${crypto.randomUUID()}`;
+  await ingestEvents(db.sql, [ev('$identify', a, { $anon_distinct_id: `${a}-anon` }), ev('$identify', b, { $anon_distinct_id: `${b}-anon` })]);
+  assert.equal((await personOf(a))!.is_identified, true);
+  await ingestEvents(db.sql, [ev('$create_alias', b, { alias: a })]);
+  assert.notEqual((await personOf(a))!.uuid, (await personOf(b))!.uuid, '$create_alias refuses');
+  await ingestEvents(db.sql, [ev('$merge_dangerously', b, { alias: a })]);
+  assert.equal((await personOf(a))!.uuid, (await personOf(b))!.uuid);
+  assert.deepEqual((await personOf(a))!.distinct_ids, [a, `${a}-anon`, b, `${b}-anon`].sort());
+});
