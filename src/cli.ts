@@ -8,6 +8,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv
   'control-plane': { summary: 'run the control plane (management API and gRPC)', load: () => import('./commands/control-plane.js') },
   quota: { summary: 'quota set --organization N --monthly-flag-requests M: limit /flags requests', load: () => import('./commands/quota.js') },
   keys: { summary: 'keys create --scopes a:read,b:write [--project N]: print a new personal API key', load: () => import('./commands/keys.js') },
+  evaluate: { summary: 'print the /flags response for a request, offline', load: () => import('./commands/evaluate.js') },
 };
 
 function usage(): string {

@@ -1,0 +1,140 @@
+/**
+ * `evaluateFlags`: one /flags request against a compiled project (research/posthog-flag-evaluation.md
+ * §4 "Per request"; Rust `flags/flag_matching.rs` `evaluate_all_feature_flags`).
+ *
+ * Candidate set — a flag is answered only when all hold:
+ * - active and not deleted (others are omitted from the response, not returned as false);
+ * - with `only_evaluate_survey_feature_flags`, its key starts with `survey-targeting-`;
+ * - runtime: `req.runtime` "client" keeps flags whose `evaluation_runtime` is client or all,
+ *   "server" keeps server or all, null (undetermined) keeps only all; a missing or unknown
+ *   runtime counts as all (spec/API.md §4.4 rule 3); `req.runtime: 'all'` (internal callers) keeps every flag;
+ * - evaluation tags: a flag with tags is kept only if a tag equals one of
+ *   `req.evaluation_environments`; a flag without tags is always kept (spec rule 2);
+ * - `flag_keys_to_evaluate` (when not null): the requested keys plus, transitively, the candidates
+ *   they depend on.
+ * Flags are evaluated in dependency order; a dependency outside the candidate set reads `false`.
+ *
+ * Pure: no IO, no clock (`nowMs` is the request's "now", used by relative-date operators).
+ * A flag that throws unexpectedly becomes a failed entry (`internal_error`); the others are kept.
+ */
+import type { CompiledFlag, CompiledProject } from './compiled.js';
+import { RequestScope } from './context.js';
+import { failedResult, matchFlag } from './match-flag.js';
+import { ERROR_CODES } from './reasons.js';
+import type { EvaluationRequest, EvaluationResult, FlagResult, StoredContext } from './types.js';
+
+const SURVEY_PREFIX = 'survey-targeting-';
+
+/** Per project: an object with every live flag key (slot order) and how many there are. */
+const templates = new WeakMap<CompiledProject, { count: number; object: Record<string, FlagResult> }>();
+function templateOf(project: CompiledProject): { count: number; object: Record<string, FlagResult> } {
+  let t = templates.get(project);
+  if (t === undefined) {
+    const live = project.flags.filter((f) => f.live && f.key !== '__proto__');
+    t = { count: live.length, object: Object.fromEntries(live.map((f) => [f.key, null])) as unknown as Record<string, FlagResult> };
+    if (live.length !== project.flags.filter((f) => f.live).length) t.count = -1; // never use it with __proto__
+    templates.set(project, t);
+  }
+  return t;
+}
+
+function runtimeAllowed(flag: CompiledFlag, runtime: EvaluationRequest['runtime']): boolean {
+  if (flag.runtime === 'all' || runtime === 'all') return true;
+  return runtime === flag.runtime;
+}
+
+function tagsAllowed(flag: CompiledFlag, envs: readonly string[] | null | undefined): boolean {
+  const tags = flag.tags;
+  if (tags === null) return true;
+  if (!envs || envs.length === 0) return false;
+  for (let i = 0; i < tags.length; i++) if (envs.includes(tags[i]!)) return true;
+  return false;
+}
+
+/**
+ * Candidate sets of requests that filter by runtime only (no environments, no flag keys, not
+ * survey-only: the usual SDK call), per project and runtime. Shared: never mutate them.
+ */
+const plainSelections = new WeakMap<CompiledProject, Map<string, Uint8Array>>();
+
+/**
+ * Which flags of `project` this request answers, by slot (1 = answered). The array may be shared
+ * between requests: read it, never write it.
+ */
+export function selectCandidates(project: CompiledProject, req: EvaluationRequest): Uint8Array {
+  const surveyOnly = req.only_evaluate_survey_feature_flags === true;
+  const envs = req.evaluation_environments;
+  const keys = req.flag_keys_to_evaluate;
+  if (!surveyOnly && (envs === null || envs === undefined || envs.length === 0) && (keys === null || keys === undefined)) {
+    let byRuntime = plainSelections.get(project);
+    if (byRuntime === undefined) plainSelections.set(project, (byRuntime = new Map()));
+    const rk = String(req.runtime ?? null);
+    let sel = byRuntime.get(rk);
+    if (sel === undefined) byRuntime.set(rk, (sel = computeSelection(project, req, false, envs)));
+    return sel;
+  }
+  const selected = computeSelection(project, req, surveyOnly, envs);
+  return keys === null || keys === undefined ? selected : narrowToKeys(project, selected, keys);
+}
+
+function computeSelection(project: CompiledProject, req: EvaluationRequest, surveyOnly: boolean, envs: readonly string[] | null | undefined): Uint8Array {
+  const flags = project.flags;
+  const selected = new Uint8Array(flags.length);
+  for (let i = 0; i < flags.length; i++) {
+    const f = flags[i]!;
+    if (!f.live) continue;
+    if (surveyOnly && !f.key.startsWith(SURVEY_PREFIX)) continue;
+    if (!runtimeAllowed(f, req.runtime ?? null)) continue;
+    if (!tagsAllowed(f, envs)) continue;
+    selected[i] = 1;
+  }
+  return selected;
+}
+
+/** `flag_keys_to_evaluate`: the requested candidates plus, transitively, their candidate dependencies. */
+function narrowToKeys(project: CompiledProject, selected: Uint8Array, keys: readonly string[]): Uint8Array {
+  const flags = project.flags;
+  const wanted = new Uint8Array(flags.length);
+  for (const k of keys) {
+    const f = project.byKey.get(k);
+    if (f && selected[f.slot]) wanted[f.slot] = 1;
+  }
+  // Dependents come after their dependencies, so one backward pass closes over dependencies.
+  for (let i = flags.length - 1; i >= 0; i--) {
+    if (!wanted[i]) continue;
+    for (const d of flags[i]!.dependencySlots) if (selected[d]) wanted[d] = 1;
+  }
+  return wanted;
+}
+
+/**
+ * Evaluates every candidate flag for `req`. `stored` is what the node holds for this person and
+ * its groups; `nowMs` is the evaluation time in Unix milliseconds. Never throws for one flag.
+ */
+export function evaluateFlags(project: CompiledProject, req: EvaluationRequest, stored: StoredContext, nowMs: number): EvaluationResult {
+  const selected = selectCandidates(project, req);
+  const scope = new RequestScope(project, req, stored ?? {}, nowMs);
+  // Answering every live flag (the usual case): clone a fast-mode object that already has every
+  // key, so the stores below overwrite in place instead of growing a dictionary-mode object.
+  let count = 0;
+  for (let i = 0; i < selected.length; i++) count += selected[i]!;
+  const template = templateOf(project);
+  const out: Record<string, FlagResult> = count === template.count ? { ...template.object } : {};
+  let errors = false;
+  const flags = project.flags;
+  for (let i = 0; i < flags.length; i++) {
+    if (!selected[i]) continue;
+    const flag = flags[i]!;
+    let r: FlagResult;
+    try {
+      r = matchFlag(flag, scope);
+    } catch (e) {
+      r = failedResult(flag, 'internal_error', `${ERROR_CODES.internal_error}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    if (r.failed) errors = true;
+    else if (r.enabled) scope.values[i] = r.variant ?? true;
+    if (flag.key === '__proto__') Object.defineProperty(out, flag.key, { value: r, enumerable: true, writable: true, configurable: true });
+    else out[flag.key] = r;
+  }
+  return { flags: out, errorsWhileComputingFlags: errors };
+}

@@ -1,0 +1,159 @@
+/**
+ * PostHog's bucketing hash (research/posthog-flag-evaluation.md §2.1; Rust
+ * `flags/flag_matching_utils.rs` `calculate_hash`):
+ *
+ *   hash01(prefix, identifier, salt) = top60(SHA-1(utf8(prefix + identifier + salt))) / 2^60
+ *
+ * where top60 is the first 15 hex digits of the digest as an unsigned integer, converted to
+ * binary64 with round-to-nearest-even, and 2^60 is `binary64(0xFFFFFFFFFFFFFFF)`. The result is
+ * in [0, 1]; `vectors/harness-hash_sha1_60_v1.json` pins it bit for bit.
+ *
+ * Speed: SHA-1 dominates evaluation cost, so this is a hand-written SHA-1 specialised for short
+ * messages (sha1-unrolled.ts, generated): the message is written into one reused byte buffer and
+ * no hex string is built: `h0 * 2^28 + (h1 >>> 4)` is the 60-bit prefix, and that single
+ * floating-point addition rounds it to nearest-even exactly as `u64 as f64` does; the division by
+ * 2^60 is exact. The identifier is encoded once per request and reused for every flag (see
+ * {@link Utf8Id}). bench/evaluation.ts compares it with `crypto.createHash` and `crypto.hash`.
+ * {@link sha1} is a plain loop version kept for tests (full digest against the vectors).
+ *
+ * Not re-entrant across threads by design (module scratch buffers); JS is single-threaded per
+ * isolate, and each worker has its own module instance.
+ */
+import { sha1Top60 } from './sha1-unrolled.js';
+
+const W = new Int32Array(80);
+let MSG = new Uint8Array(512);
+const EMPTY_BYTES = new Uint8Array(0);
+
+/** UTF-8 bytes of `s`. Lone surrogates become U+FFFD, as in `TextEncoder`. */
+export function utf8(s: string): Uint8Array {
+  let ascii = true;
+  for (let i = 0; i < s.length; i++) {
+    if (s.charCodeAt(i) > 0x7f) { ascii = false; break; }
+  }
+  if (!ascii) return ENCODER.encode(s);
+  const out = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
+  return out;
+}
+const ENCODER = new TextEncoder();
+
+/** An identifier with its UTF-8 bytes, encoded once and hashed under many prefixes. */
+export interface Utf8Id {
+  readonly text: string;
+  readonly bytes: Uint8Array;
+}
+
+/** Wraps `text` with its UTF-8 bytes for {@link hashBytes}. */
+export function utf8Id(text: string): Utf8Id {
+  return { text, bytes: text.length === 0 ? EMPTY_BYTES : utf8(text) };
+}
+
+/**
+ * Truncates `s` to its first `max` Unicode scalar values (Rust `MAX_DISTINCT_ID_LEN` = 200,
+ * `flags/flag_request.rs`; research §2.4). Counting is by code point, not UTF-16 unit or byte;
+ * a lone surrogate counts as one.
+ */
+export function truncateScalars(s: string, max = 200): string {
+  if (s.length <= max) return s; // at most s.length scalar values
+  let count = 0;
+  for (let i = 0; i < s.length; i++) {
+    if (count === max) return s.slice(0, i);
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) i++;
+    }
+    count++;
+  }
+  return s;
+}
+
+/**
+ * hash01 of the concatenation `prefix + id + salt`, all given as UTF-8 bytes. Returns a number in
+ * [0, 1]. Allocation-free unless the message exceeds the scratch buffer (then it grows once).
+ */
+export function hashBytes(prefix: Uint8Array, id: Uint8Array, salt: Uint8Array): number {
+  const pl = prefix.length, il = id.length, sl = salt.length;
+  const len = pl + il + sl;
+  // SHA-1 padding: 0x80, zeros, 64-bit big-endian bit length; total a multiple of 64 bytes.
+  const total = ((len + 8) >>> 6) * 64 + 64;
+  if (total > MSG.length) MSG = new Uint8Array(total * 2);
+  const m = MSG;
+  // Byte loops beat TypedArray#set for these few-byte copies (bench/evaluation.ts).
+  let p = 0;
+  for (let i = 0; i < pl; i++) m[p++] = prefix[i]!;
+  for (let i = 0; i < il; i++) m[p++] = id[i]!;
+  for (let i = 0; i < sl; i++) m[p++] = salt[i]!;
+  m[p++] = 0x80;
+  while (p < total - 4) m[p++] = 0;
+  const bits = len * 8; // messages here are far below 2^29 bytes, so the high length word is 0
+  m[p++] = bits >>> 24;
+  m[p++] = (bits >>> 16) & 0xff;
+  m[p++] = (bits >>> 8) & 0xff;
+  m[p] = bits & 0xff;
+  return sha1Top60(m, total);
+}
+
+/** hash01 for plain strings (compiles nothing; convenient outside the hot path). */
+export function hash01(prefix: string, identifier: string, salt: string): number {
+  return hashBytes(utf8(prefix), utf8(identifier), utf8(salt));
+}
+
+/** Full SHA-1 digest of `bytes` (20 bytes). Used by tests to pin the primitive against vectors. */
+export function sha1(bytes: Uint8Array): Uint8Array {
+  const total = ((bytes.length + 8) >>> 6) * 64 + 64;
+  const m = new Uint8Array(total);
+  m.set(bytes, 0);
+  m[bytes.length] = 0x80;
+  const bits = bytes.length * 8;
+  const dv = new DataView(m.buffer);
+  dv.setUint32(total - 8, Math.floor(bits / 0x100000000));
+  dv.setUint32(total - 4, bits >>> 0);
+  const h = compress(m, total);
+  const out = new Uint8Array(20);
+  const odv = new DataView(out.buffer);
+  for (let i = 0; i < 5; i++) odv.setUint32(i * 4, h[i]! >>> 0);
+  return out;
+}
+
+/** SHA-1 compression over `m[0..total)` (already padded); returns the 5 state words. */
+function compress(m: Uint8Array, total: number): Int32Array {
+  let h0 = 0x67452301 | 0;
+  let h1 = 0xefcdab89 | 0;
+  let h2 = 0x98badcfe | 0;
+  let h3 = 0x10325476 | 0;
+  let h4 = 0xc3d2e1f0 | 0;
+  const w = W;
+  for (let off = 0; off < total; off += 64) {
+    for (let i = 0; i < 16; i++) {
+      const j = off + i * 4;
+      w[i] = (m[j]! << 24) | (m[j + 1]! << 16) | (m[j + 2]! << 8) | m[j + 3]!;
+    }
+    for (let i = 16; i < 80; i++) {
+      const x = w[i - 3]! ^ w[i - 8]! ^ w[i - 14]! ^ w[i - 16]!;
+      w[i] = (x << 1) | (x >>> 31);
+    }
+    let a = h0, b = h1, c = h2, d = h3, e = h4;
+    for (let i = 0; i < 20; i++) {
+      const t = (((a << 5) | (a >>> 27)) + ((b & c) | (~b & d)) + e + w[i]! + 0x5a827999) | 0;
+      e = d; d = c; c = (b << 30) | (b >>> 2); b = a; a = t;
+    }
+    for (let i = 20; i < 40; i++) {
+      const t = (((a << 5) | (a >>> 27)) + (b ^ c ^ d) + e + w[i]! + 0x6ed9eba1) | 0;
+      e = d; d = c; c = (b << 30) | (b >>> 2); b = a; a = t;
+    }
+    for (let i = 40; i < 60; i++) {
+      const t = (((a << 5) | (a >>> 27)) + ((b & c) | (b & d) | (c & d)) + e + w[i]! + 0x8f1bbcdc) | 0;
+      e = d; d = c; c = (b << 30) | (b >>> 2); b = a; a = t;
+    }
+    for (let i = 60; i < 80; i++) {
+      const t = (((a << 5) | (a >>> 27)) + (b ^ c ^ d) + e + w[i]! + 0xca62c1d6) | 0;
+      e = d; d = c; c = (b << 30) | (b >>> 2); b = a; a = t;
+    }
+    h0 = (h0 + a) | 0; h1 = (h1 + b) | 0; h2 = (h2 + c) | 0; h3 = (h3 + d) | 0; h4 = (h4 + e) | 0;
+  }
+  STATE[0] = h0; STATE[1] = h1; STATE[2] = h2; STATE[3] = h3; STATE[4] = h4;
+  return STATE;
+}
+const STATE = new Int32Array(5);
