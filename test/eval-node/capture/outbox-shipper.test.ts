@@ -194,3 +194,27 @@ test('a batch refused with INVALID_ARGUMENT is dropped instead of wedging the ou
   server.close();
   await outbox.close();
 });
+
+test('startCapture: events accepted while the control plane is down survive a restart and are shipped', async () => {
+  const { startCapture } = await import('../../../src/eval-node/capture/index.js');
+  const { testConfig } = await import('../../../src/config.js');
+  const config = testConfig({ dataDir: path.join(tmp, 'node-data') });
+  const probe = await serve(controlPlaneHandler());
+  const port = probe.port;
+  probe.close();
+  const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as any;
+  const opts = { config, log, projectIdForToken: (t: string) => (t === TOKEN ? projectId : null), openStream: () => client.Ingest(new grpc.Metadata()) };
+  const first = startCapture(opts);
+  for (const id of ['restart-1', 'restart-2']) {
+    const r = await first.handler('/i/v0/e/', '', { 'content-type': 'application/json' }, Buffer.from(JSON.stringify({ api_key: TOKEN, event: 'r', distinct_id: id })));
+    assert.equal(r.status, 200);
+  }
+  await first.close();
+  const server = await serve(controlPlaneHandler(), port);
+  const second = startCapture(opts);
+  assert.equal(second.outbox.entries, 2, 'both requests were on disk');
+  await waitFor(async () => (await countEvents('restart-')) === 2 && second.outbox.entries === 0, 'shipped after restart', 20_000);
+  await second.close();
+  client.close();
+  server.close();
+});
