@@ -5,7 +5,7 @@
  * entry: nodes do not evaluate with `last_called_at`; it feeds F1/F3 and the status (F11).
  */
 import type { Tx } from '../db/connect.js';
-import type { IngestEvent } from './types.js';
+import { MAX_KEY_CHARS, type IngestEvent } from './types.js';
 
 /** Name of the flag-usage event. */
 export const FEATURE_FLAG_CALLED = '$feature_flag_called';
@@ -16,7 +16,7 @@ export async function recordFlagUsage(tx: Tx, events: readonly IngestEvent[]): P
   for (const ev of events) {
     if (ev.event !== FEATURE_FLAG_CALLED) continue;
     const key = ev.properties.$feature_flag;
-    if (typeof key !== 'string' || key.length === 0) continue;
+    if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_CHARS) continue;
     const k = `${ev.projectId}\u0000${key}`;
     const cur = latest.get(k);
     if (!cur) latest.set(k, { projectId: ev.projectId, key, at: ev.timestamp });

@@ -2,6 +2,7 @@
  * Groups from capture (PostHog `groups` / `group-type-manager.ts`):
  * - `$groupidentify` with `$group_type`, `$group_key` and `$group_set` creates or updates the
  *   group's properties (`$group_set` overwrites keys, `$group_set_once` sets missing ones);
+ * - group types and keys longer than MAX_KEY_CHARS are ignored;
  * - a group type seen for the first time (in `$groupidentify` or in any event's `$groups`)
  *   gets the lowest free index 0–4; a project already holding five types ignores new ones.
  * New mappings and changed groups enter the change log through the batch's {@link ChangeSet}.
@@ -9,7 +10,7 @@
 import type { Tx } from '../db/connect.js';
 import type { ChangeSet } from './changes.js';
 import { applySet } from './properties.js';
-import { isObject, type IngestEvent, type Properties } from './types.js';
+import { isObject, MAX_KEY_CHARS, type IngestEvent, type Properties } from './types.js';
 
 /** PostHog allows five group types per project (indexes 0..4). */
 export const MAX_GROUP_TYPES = 5;
@@ -43,15 +44,16 @@ export async function processGroups(tx: Tx, changes: ChangeSet, cache: GroupType
   const p = ev.properties;
   if (isObject(p.$groups)) {
     for (const type of Object.keys(p.$groups)) {
-      if (type.length > 0) await groupTypeIndex(tx, changes, cache, ev.projectId, type);
+      if (type.length > 0 && type.length <= MAX_KEY_CHARS) await groupTypeIndex(tx, changes, cache, ev.projectId, type);
     }
   }
   if (ev.event !== '$groupidentify') return;
   const type = p.$group_type;
   const rawKey = p.$group_key;
-  if (typeof type !== 'string' || type.length === 0) return;
+  if (typeof type !== 'string' || type.length === 0 || type.length > MAX_KEY_CHARS) return;
   if ((typeof rawKey !== 'string' || rawKey.length === 0) && typeof rawKey !== 'number') return;
   const key = String(rawKey);
+  if (key.length > MAX_KEY_CHARS) return; // would not fit the groups primary key's btree entry
   const index = await groupTypeIndex(tx, changes, cache, ev.projectId, type);
   if (index === null) return;
   const [existing] = await tx<{ properties: Properties }[]>`SELECT properties FROM groups

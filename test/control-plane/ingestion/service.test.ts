@@ -336,3 +336,26 @@ test('$merge_dangerously merges even an identified person', async () => {
   assert.equal((await personOf(a))!.uuid, (await personOf(b))!.uuid);
   assert.deepEqual((await personOf(a))!.distinct_ids, [a, `${a}-anon`, b, `${b}-anon`].sort());
 });
+
+test('values Postgres would reject are made storable instead of failing the batch', async () => {
+  const lone = '\ud800';
+  const huge = 'x'.repeat(20_000);
+  const events = [
+    ev(`nul\u0000name`, `nul\u0000id`, { [`k\u0000`]: `v\u0000`, s: `a${lone}b`, $set: { p: `q\u0000` } }),
+    ev(huge, huge, { big: huge }),
+    ev('$feature_flag_called', 'ff-huge', { $feature_flag: huge }),
+    ev('$groupidentify', 'g-huge', { $group_type: 'company', $group_key: huge, $group_set: { a: 1 } }),
+    ev('$groupidentify', 'g-huge', { $group_type: huge, $group_key: 'k', $group_set: { a: 1 } }),
+    { ...ev('e', 'old'), timestamp: '-001000-01-01T00:00:00.000Z' },
+  ];
+  const r = await ingestEvents(db.sql, events);
+  assert.deepEqual(r, { inserted: 5, duplicates: 0, invalid: 1 });
+  const [row] = await db.sql<{ event: string; distinct_id: string; properties: any }[]>`SELECT event, distinct_id, properties FROM events WHERE uuid = ${events[0]!.uuid}`;
+  assert.equal(row!.event, 'nul\ufffdname');
+  assert.equal(row!.distinct_id, 'nul\ufffdid');
+  assert.deepEqual(row!.properties, { 'k\ufffd': 'v\ufffd', s: 'a\ufffdb', $set: { p: 'q\ufffd' } });
+  assert.deepEqual((await personOf('nul\ufffdid'))!.properties, { p: 'q\ufffd' });
+  const [big] = await db.sql<{ event: string; distinct_id: string }[]>`SELECT event, distinct_id FROM events WHERE uuid = ${events[1]!.uuid}`;
+  assert.equal(big!.event.length, 200);
+  assert.equal(big!.distinct_id.length, 200);
+});

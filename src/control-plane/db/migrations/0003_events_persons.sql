@@ -17,8 +17,10 @@ CREATE TABLE events (
 );
 -- Per-event queries by time (insights-like reads, definitions' volume backfills).
 CREATE INDEX events_project_event_time ON events (project_id, event, timestamp DESC);
--- Per-flag usage: `$feature_flag_called` by flag key and time.
-CREATE INDEX events_flag_called ON events (project_id, (properties->>'$feature_flag'), timestamp DESC)
+-- Per-flag usage: `$feature_flag_called` by flag key and time. The key is clipped to 400
+-- characters (flag keys are at most 400) so a client sending a huge `$feature_flag` value cannot
+-- exceed the btree entry limit and fail its batch; query with the same expression.
+CREATE INDEX events_flag_called ON events (project_id, left(properties->>'$feature_flag', 400), timestamp DESC)
   WHERE event = '$feature_flag_called';
 CREATE INDEX events_project_person_time ON events (project_id, person_id, timestamp DESC);
 
