@@ -23,6 +23,7 @@ export class CaptureDecodeError extends Error {
 const FORM_MIME = 'application/x-www-form-urlencoded';
 const GZIP_MAGIC_0 = 0x1f;
 const GZIP_MAGIC_1 = 0x8b;
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
 /** Largest decompressed payload accepted, in bytes (zip-bomb guard). */
 export const MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024;
 
@@ -68,7 +69,8 @@ export function decodeCaptureBody(body: Buffer, query: URLSearchParams, contentT
   else if (body.length > 0) payload = body;
   else throw new CaptureDecodeError('failed to decode request: empty payload');
 
-  if (!isLikelyForm(payload) && isLikelyBase64(payload)) {
+  // Cheap first-byte test before the full-body base64 scans: most bodies are plain JSON.
+  if (!isLikelyJsonStart(payload) && !isLikelyForm(payload) && isLikelyBase64(payload)) {
     const decoded = base64(payload);
     if (decoded.length > 0) payload = decoded;
   }
@@ -91,7 +93,7 @@ export function decodeCaptureBody(body: Buffer, query: URLSearchParams, contentT
 
   if (compression === 'gzip' || compression === 'gzip-js' || isGzip(payload)) {
     payload = gunzip(payload);
-  } else if (isLikelyBase64(payload) && !isLikelyJsonStart(payload)) {
+  } else if (!isLikelyJsonStart(payload) && isLikelyBase64(payload)) {
     // `compression=base64`, or base64 that came out of a form's `data` (a body that was base64
     // as a whole was decoded in step 2 already, so the hint alone must not decode twice).
     payload = base64(payload);
@@ -99,7 +101,7 @@ export function decodeCaptureBody(body: Buffer, query: URLSearchParams, contentT
   }
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(payload);
+    text = UTF8.decode(payload);
   } catch {
     throw new CaptureDecodeError('failed to decode request: invalid body encoding');
   }
