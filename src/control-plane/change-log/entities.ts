@@ -126,4 +126,3 @@ export function cohortEntity(row: { id: number; project_id: number; name: string
 export function groupTypeMappingId(projectId: number, index: number): string {
   return `${projectId}:${index}`;
 }
-
