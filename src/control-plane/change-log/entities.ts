@@ -53,6 +53,38 @@ export interface GroupTypeMappingEntity { project_id: number; group_type: string
 /** A personal API key as a node needs it to authorise `GET /flags/definitions` (hash only, never the value). */
 export interface PersonalApiKeyEntity { id: string; organization_id: number; secure_value: string; scopes: string[]; scoped_teams: number[] }
 
+/**
+ * A person as a node needs it to evaluate with stored properties: entity id = `id` (the
+ * person uuid). A person merged into another is sent as a `delete` of its uuid.
+ */
+export interface PersonEntity { id: string; project_id: number; distinct_ids: string[]; properties: Record<string, unknown> }
+
+/** A group's stored properties; entity id {@link groupEntityId}. */
+export interface GroupEntity { project_id: number; group_type_index: number; group_key: string; properties: Record<string, unknown> }
+
+/** An experience-continuity hash-key override; entity id {@link hashKeyOverrideEntityId}. */
+export interface HashKeyOverrideEntity { project_id: number; person_id: string; feature_flag_key: string; hash_key: string }
+
+/** persons row (+ its distinct ids) → {@link PersonEntity}. Distinct ids are sorted for stable payloads. */
+export function personEntity(row: { uuid: string; project_id: number; properties: Record<string, unknown> }, distinctIds: readonly string[]): PersonEntity {
+  return { id: row.uuid, project_id: row.project_id, distinct_ids: [...distinctIds].sort(), properties: row.properties };
+}
+
+/** groups row → {@link GroupEntity}. */
+export function groupEntity(row: GroupEntity): GroupEntity {
+  return { project_id: row.project_id, group_type_index: row.group_type_index, group_key: row.group_key, properties: row.properties };
+}
+
+/** Entity id of a group: `<project_id>:<group_type_index>:<group_key>`. */
+export function groupEntityId(projectId: number, groupTypeIndex: number, groupKey: string): string {
+  return `${projectId}:${groupTypeIndex}:${groupKey}`;
+}
+
+/** Entity id of a hash-key override: `<project_id>:<person_uuid>:<flag_key>`. */
+export function hashKeyOverrideEntityId(projectId: number, personUuid: string, flagKey: string): string {
+  return `${projectId}:${personUuid}:${flagKey}`;
+}
+
 /** Row shape of `feature_flags` as selected with `SELECT *`. */
 export interface FeatureFlagRow {
   id: number; project_id: number; key: string; name: string; filters: Record<string, unknown>; deleted: boolean; active: boolean;

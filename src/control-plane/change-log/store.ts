@@ -41,19 +41,38 @@ export interface ChangeRow {
 }
 
 /**
- * Appends `changes` in order inside `tx` and schedules the NOTIFY; returns their revisions.
- * Must be called inside `sql.begin` (a transaction), as its last writes.
+ * Appends `changes` in order inside `tx` and schedules the NOTIFY; returns their revisions
+ * (contiguous and increasing in input order). Must be called inside `sql.begin` (a transaction),
+ * as its last writes. Cost: one statement for one change; for many (ingestion batches), one
+ * sequence call plus one multi-row insert.
  */
 export async function appendChanges(tx: Tx, changes: readonly ChangeInput[]): Promise<number[]> {
   if (changes.length === 0) return [];
   await tx`SELECT pg_advisory_xact_lock(${CHANGE_LOG_LOCK_KEY})`;
-  const revisions: number[] = [];
-  for (const c of changes) {
+  let revisions: number[];
+  if (changes.length === 1) {
+    const c = changes[0]!;
     const [row] = await tx<{ revision: number }[]>`
       INSERT INTO change_log (project_id, kind, entity_id, op, payload)
       VALUES (${c.projectId}, ${c.kind}, ${c.entityId}, ${c.op}, ${c.payload === null ? null : tx.json(c.payload as never)})
       RETURNING revision`;
-    revisions.push(row!.revision);
+    revisions = [row!.revision];
+  } else {
+    // Many changes (an ingestion batch): reserve a contiguous block of revisions, then one
+    // multi-row insert with explicit revisions, so entry i gets first + i whatever order the
+    // executor inserts rows in. Safe because every appender holds the lock taken above.
+    const n = changes.length;
+    const [block] = await tx<{ last: number }[]>`
+      SELECT setval(pg_get_serial_sequence('change_log', 'revision'),
+        nextval(pg_get_serial_sequence('change_log', 'revision')) + ${n - 1}) AS last`;
+    const first = block!.last - n + 1;
+    revisions = changes.map((_, i) => first + i);
+    await tx`
+      INSERT INTO change_log (revision, project_id, kind, entity_id, op, payload)
+      SELECT r, p, k, e, o, pl::jsonb
+      FROM unnest(${revisions}::bigint[], ${changes.map((c) => c.projectId)}::bigint[], ${changes.map((c) => c.kind)}::text[],
+        ${changes.map((c) => c.entityId)}::text[], ${changes.map((c) => c.op)}::text[],
+        ${changes.map((c) => (c.payload === null ? null : JSON.stringify(c.payload)))}::text[]) AS v(r, p, k, e, o, pl)`;
   }
   await tx`SELECT pg_notify(${CHANGE_LOG_CHANNEL}, ${String(revisions[revisions.length - 1])})`;
   return revisions;

@@ -14,9 +14,10 @@ import type { Sql } from '../db/connect.js';
 import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
 import { switchyardService } from '../../grpc/loader.js';
-import { hasClusterToken, unauthenticated } from './auth.js';
+import { hasClusterToken } from './auth.js';
 import { startChangeFeed } from './change-feed.js';
 import { createWatchHandler, type WatchOptions } from './watch.js';
+import { createIngestHandler } from './ingest.js';
 import { createReportUsageHandler } from './usage.js';
 
 /** Interval between HTTP/2 keep-alive pings on idle connections, in milliseconds. */
@@ -52,15 +53,9 @@ export async function startGrpcServer(deps: GrpcServerDeps): Promise<GrpcServer>
   const feed = await startChangeFeed(sql, log);
   const watch = createWatchHandler({ sql, feed, log, clusterToken: token, options: deps.watch });
 
-  const unimplemented = (name: string) => (call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerDuplexStream<unknown, unknown>,
-    callback?: grpc.sendUnaryData<unknown>): void => {
-    const status = hasClusterToken(call.metadata, token) ? { code: grpc.status.UNIMPLEMENTED, details: `${name} is not implemented yet` } : unauthenticated();
-    if (callback) { callback(status as grpc.ServiceError, null); return; }
-    call.emit('error', status);
-  };
   const handlers: grpc.UntypedServiceImplementation = {
     Watch: watch.handler as grpc.UntypedHandleCall,
-    Ingest: unimplemented('Ingest') as grpc.UntypedHandleCall,
+    Ingest: createIngestHandler({ sql, log, authorize: (md) => hasClusterToken(md, token) }) as grpc.UntypedHandleCall,
     ReportUsage: createReportUsageHandler({ sql, log, clusterToken: token }) as grpc.UntypedHandleCall,
   };
 

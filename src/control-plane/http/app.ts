@@ -6,6 +6,8 @@ import type { Deps, Route } from './types.js';
 import { projectRoutes } from '../projects/routes.js';
 import { featureFlagRoutes } from '../feature-flags/routes.js';
 import { localEvaluationRoutes } from '../feature-flags/local-evaluation-routes.js';
+import { featureFlagStatusRoutes } from '../feature-flags/status-routes.js';
+import { eventDefinitionRoutes } from '../event-definitions/routes.js';
 
 /** All management routes. */
 export function allRoutes(deps: Deps): Route[] {
@@ -13,5 +15,7 @@ export function allRoutes(deps: Deps): Route[] {
     ...projectRoutes(deps),
     ...featureFlagRoutes(deps),
     ...localEvaluationRoutes(deps),
+    ...featureFlagStatusRoutes(deps),
+    ...eventDefinitionRoutes(deps),
   ];
 }

@@ -1,3 +1,6 @@
+import { bootstrap } from '../../../src/control-plane/bootstrap.js';
+import { pack } from 'msgpackr';
+import crypto from 'node:crypto';
 /**
  * The Watch protocol as a node sees it, through a raw gRPC client (real server, real
  * Postgres): authentication, snapshot framing, tail resumption, snapshot decisions, live
@@ -237,19 +240,26 @@ test('snapshots beyond the concurrency limit wait their turn, with heartbeats me
   }
 });
 
-test('Ingest checks the token and answers UNIMPLEMENTED for now', async () => {
+test('Ingest is served: wrong token → UNAUTHENTICATED; a batch is acknowledged once its events are committed', async () => {
   const fx = await syncFixture();
   try {
     await fx.startServer();
     const client = rawClient(fx);
-    for (const token of [fx.config.clusterToken!, 'wrong']) {
-      const expected = token === 'wrong' ? grpc.status.UNAUTHENTICATED : grpc.status.UNIMPLEMENTED;
-      const duplex = client.Ingest(clusterTokenMetadata(token)) as grpc.ClientDuplexStream<unknown, unknown>;
-      duplex.on('data', () => {});
-      duplex.on('error', () => {});
-      const s = await new Promise<grpc.StatusObject>((resolve) => duplex.on('status', resolve));
-      assert.equal(s.code, expected, `Ingest with ${token}`);
-    }
+    const denied = client.Ingest(clusterTokenMetadata('wrong')) as grpc.ClientDuplexStream<unknown, unknown>;
+    denied.on('data', () => {});
+    denied.on('error', () => {});
+    assert.equal((await new Promise<grpc.StatusObject>((resolve) => denied.on('status', resolve))).code, grpc.status.UNAUTHENTICATED);
+
+    const project = { id: (await bootstrap(fx.db.sql, fx.config)).projectId };
+    const uuid = crypto.randomUUID();
+    const duplex = client.Ingest(clusterTokenMetadata(fx.config.clusterToken!)) as grpc.ClientDuplexStream<unknown, { batch_id: string }>;
+    duplex.on('error', () => {});
+    const ack = new Promise<string>((resolve) => duplex.on('data', (m) => resolve(m.batch_id)));
+    duplex.write({ batch_id: 'b1', events: pack([{ uuid, project_id: project!.id, event: 'served', distinct_id: 'd1', properties: {}, timestamp: new Date().toISOString() }]) });
+    assert.equal(await ack, 'b1');
+    const rows = await fx.db.sql`SELECT 1 FROM events WHERE uuid = ${uuid}`;
+    assert.equal(rows.length, 1, 'acknowledged only after the row is committed');
+    duplex.end();
     client.close();
   } finally {
     await fx.close();

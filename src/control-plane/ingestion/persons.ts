@@ -1,0 +1,242 @@
+/**
+ * Person processing, PostHog semantics (plugin-server `person-state.ts`):
+ *
+ * - `$process_person_profile: false` → the event touches no person; it is attributed to the
+ *   existing person of its distinct id, if any.
+ * - `$identify` with `$anon_distinct_id`, and `$create_alias` / `$merge_dangerously` with
+ *   `alias`, first link the two distinct ids ({@link PersonBatch.link}); then, like every
+ *   event, the person of `distinct_id` is created on first sight and receives `$set_once` /
+ *   `$set` / `$unset`.
+ * - Merging two existing persons keeps the person of `distinct_id` ("merge into"), moves the
+ *   other's distinct ids, hash-key overrides and static-cohort rows to it, merges properties
+ *   with the surviving person's values winning, and deletes the other. A merge is refused when
+ *   the other person is already identified (except `$merge_dangerously`) or either id is one
+ *   PostHog treats as illegal.
+ *
+ * Cost: a batch works on an in-memory copy of its persons ({@link PersonBatch}): one query loads
+ * the persons of every distinct id the batch mentions, events mutate the copies, and `flush`
+ * writes new persons, new distinct ids and changed persons with three bulk statements. Merges
+ * (rare) flush first and then run in SQL, because they touch rows the batch never loaded.
+ * Everything runs inside the batch transaction with the project lock held (locks.ts).
+ */
+import crypto from 'node:crypto';
+import type { Tx } from '../db/connect.js';
+import type { ChangeSet } from './changes.js';
+import { moveHashKeyOverrides } from './hash-key-overrides.js';
+import { applyPropertyUpdates } from './properties.js';
+import type { IngestEvent, Properties } from './types.js';
+
+/** A person as the batch holds it; `id` is null until a new person is flushed. */
+interface PersonState {
+  id: number | null;
+  uuid: string;
+  projectId: number;
+  properties: Properties;
+  isIdentified: boolean;
+  createdAt: Date;
+}
+
+/** Distinct ids PostHog never merges on, compared case-insensitively (`isDistinctIdIllegal`). */
+const ILLEGAL_IDS_CI = new Set(['anonymous', 'guest', 'distinctid', 'distinct_id', 'id', 'not_authenticated', 'email',
+  'undefined', 'true', 'false']);
+/** Distinct ids PostHog never merges on, compared exactly. */
+const ILLEGAL_IDS = new Set(['[object Object]', 'NaN', 'None', 'none', 'null', '0', 'undefined']);
+
+/** True when `id` must not take part in a merge. */
+export function isIllegalMergeId(id: string): boolean {
+  const t = id.trim();
+  return t.length === 0 || ILLEGAL_IDS.has(t) || ILLEGAL_IDS_CI.has(t.toLowerCase());
+}
+
+const key = (projectId: number, distinctId: string) => `${projectId}\u0000${distinctId}`;
+
+/** The distinct id an event links to its own (`$anon_distinct_id` or `alias`), if any. */
+function linkedId(ev: IngestEvent): { other: string; force: boolean } | null {
+  const p = ev.properties;
+  if (ev.event === '$identify' && typeof p.$anon_distinct_id === 'string') return { other: p.$anon_distinct_id, force: false };
+  if ((ev.event === '$create_alias' || ev.event === '$merge_dangerously') && (typeof p.alias === 'string' || typeof p.alias === 'number')) {
+    return { other: String(p.alias), force: ev.event === '$merge_dangerously' };
+  }
+  return null;
+}
+
+/** The persons of one ingestion batch (see module doc). */
+export class PersonBatch {
+  /** project+distinct id → person (null = known to have none). */
+  private readonly byDistinctId = new Map<string, PersonState | null>();
+  /** Distinct ids to (re)point, by project+distinct id. */
+  private readonly pendingIds = new Map<string, { projectId: number; distinctId: string; person: PersonState }>();
+  /** Persons created or changed since the last flush. */
+  private readonly touched = new Set<PersonState>();
+
+  constructor(private readonly tx: Tx, private readonly changes: ChangeSet) {}
+
+  /** Loads the persons of every distinct id `events` mention, in one query. */
+  async preload(events: readonly IngestEvent[]): Promise<void> {
+    const projects: number[] = [];
+    const ids: string[] = [];
+    const seen = new Set<string>();
+    const add = (projectId: number, distinctId: string) => {
+      const k = key(projectId, distinctId);
+      if (seen.has(k)) return;
+      seen.add(k);
+      projects.push(projectId);
+      ids.push(distinctId);
+      this.byDistinctId.set(k, null);
+    };
+    for (const ev of events) {
+      add(ev.projectId, ev.distinctId);
+      const l = linkedId(ev);
+      if (l) add(ev.projectId, l.other);
+    }
+    if (ids.length === 0) return;
+    const rows = await this.tx<{ project_id: number; distinct_id: string; id: number; uuid: string; properties: Properties;
+      is_identified: boolean; created_at: Date }[]>`
+      SELECT d.project_id, d.distinct_id, p.id, p.uuid, p.properties, p.is_identified, p.created_at
+      FROM unnest(${projects}::bigint[], ${ids}::text[]) AS v(p, d)
+      JOIN person_distinct_ids d ON d.project_id = v.p AND d.distinct_id = v.d
+      JOIN persons p ON p.id = d.person_id`;
+    const byId = new Map<number, PersonState>();
+    for (const r of rows) {
+      let s = byId.get(r.id);
+      if (!s) {
+        s = { id: r.id, uuid: r.uuid, projectId: r.project_id, properties: r.properties, isIdentified: r.is_identified, createdAt: r.created_at };
+        byId.set(r.id, s);
+      }
+      this.byDistinctId.set(key(r.project_id, r.distinct_id), s);
+    }
+  }
+
+  private async find(projectId: number, distinctId: string): Promise<PersonState | null> {
+    const k = key(projectId, distinctId);
+    const cached = this.byDistinctId.get(k);
+    if (cached !== undefined) return cached;
+    const [r] = await this.tx<{ id: number; uuid: string; properties: Properties; is_identified: boolean; created_at: Date }[]>`
+      SELECT p.id, p.uuid, p.properties, p.is_identified, p.created_at
+      FROM person_distinct_ids d JOIN persons p ON p.id = d.person_id
+      WHERE d.project_id = ${projectId} AND d.distinct_id = ${distinctId}`;
+    const s = r ? { id: r.id, uuid: r.uuid, projectId, properties: r.properties, isIdentified: r.is_identified, createdAt: r.created_at } : null;
+    this.byDistinctId.set(k, s);
+    return s;
+  }
+
+  private create(projectId: number, distinctIds: string[], properties: Properties, isIdentified: boolean, createdAt: Date): PersonState {
+    const s: PersonState = { id: null, uuid: crypto.randomUUID(), projectId, properties, isIdentified, createdAt };
+    for (const d of distinctIds) this.point(projectId, d, s);
+    this.touched.add(s);
+    return s;
+  }
+
+  private point(projectId: number, distinctId: string, s: PersonState): void {
+    const k = key(projectId, distinctId);
+    this.byDistinctId.set(k, s);
+    this.pendingIds.set(k, { projectId, distinctId, person: s });
+  }
+
+  /**
+   * Links `otherId` (the anonymous id of `$identify`, the alias of `$create_alias`) to the
+   * person of `intoId`, creating or merging persons as PostHog's `merge` does.
+   */
+  async link(projectId: number, otherId: string, intoId: string, at: Date, force: boolean): Promise<void> {
+    if (otherId === intoId || isIllegalMergeId(otherId) || isIllegalMergeId(intoId)) return;
+    const other = await this.find(projectId, otherId);
+    const into = await this.find(projectId, intoId);
+    if (other && !into) {
+      this.point(projectId, intoId, other);
+      other.isIdentified = true;
+      this.touched.add(other);
+    } else if (!other && into) {
+      this.point(projectId, otherId, into);
+      into.isIdentified = true;
+      this.touched.add(into);
+    } else if (!other && !into) {
+      this.create(projectId, [intoId, otherId], {}, true, at);
+    } else if (other && into && other !== into) {
+      if (other.isIdentified && !force) return; // PostHog refuses to merge an already identified person
+      await this.merge(other, into);
+    }
+  }
+
+  /** Merges `other` into `into` in SQL (after a flush, so both rows exist); `other` is deleted. */
+  private async merge(other: PersonState, into: PersonState): Promise<void> {
+    await this.flush();
+    const tx = this.tx;
+    const from = { id: other.id!, uuid: other.uuid };
+    const to = { id: into.id!, uuid: into.uuid };
+    into.properties = { ...other.properties, ...into.properties };
+    into.createdAt = other.createdAt < into.createdAt ? other.createdAt : into.createdAt;
+    into.isIdentified = true;
+    await tx`UPDATE person_distinct_ids SET person_id = ${to.id} WHERE person_id = ${from.id}`;
+    await moveHashKeyOverrides(tx, this.changes, into.projectId, from, to);
+    await tx`INSERT INTO cohort_people (cohort_id, person_id) SELECT cohort_id, ${to.id} FROM cohort_people
+      WHERE person_id = ${from.id} ON CONFLICT DO NOTHING`;
+    await tx`DELETE FROM persons WHERE id = ${from.id}`;
+    await tx`UPDATE persons SET properties = ${tx.json(into.properties as never)}, created_at = ${into.createdAt},
+      is_identified = true, version = version + 1 WHERE id = ${to.id}`;
+    for (const [k, v] of this.byDistinctId) if (v === other) this.byDistinctId.set(k, into);
+    this.changes.personDeleted(from.id, from.uuid, other.projectId);
+    this.changes.personChanged(to.id);
+  }
+
+  /**
+   * Runs person processing for `ev` and returns the uuid of its person (null for a personless
+   * event whose distinct id has no person).
+   */
+  async process(ev: IngestEvent): Promise<string | null> {
+    const p = ev.properties;
+    if (p.$process_person_profile === false) return (await this.find(ev.projectId, ev.distinctId))?.uuid ?? null;
+    const l = linkedId(ev);
+    if (l) await this.link(ev.projectId, l.other, ev.distinctId, ev.timestamp, l.force);
+    const person = await this.find(ev.projectId, ev.distinctId);
+    if (!person) {
+      const properties: Properties = {};
+      applyPropertyUpdates(properties, p);
+      return this.create(ev.projectId, [ev.distinctId], properties, false, ev.timestamp).uuid;
+    }
+    const properties = { ...person.properties };
+    if (applyPropertyUpdates(properties, p)) {
+      person.properties = properties;
+      this.touched.add(person);
+    }
+    return person.uuid;
+  }
+
+  // Booleans travel as 't'/'f' text: the driver cannot serialise a JS boolean[] parameter.
+  /** Writes new persons, distinct ids and changed persons (three bulk statements); records the changes. */
+  async flush(): Promise<void> {
+    if (this.touched.size === 0 && this.pendingIds.size === 0) return;
+    const tx = this.tx;
+    const fresh = [...this.touched].filter((s) => s.id === null);
+    if (fresh.length > 0) {
+      const rows = await tx<{ id: number; uuid: string }[]>`
+        INSERT INTO persons (uuid, project_id, properties, is_identified, created_at)
+        SELECT u, p, props::jsonb, ident::boolean, ca
+        FROM unnest(${fresh.map((s) => s.uuid)}::uuid[], ${fresh.map((s) => s.projectId)}::bigint[],
+          ${fresh.map((s) => JSON.stringify(s.properties))}::text[], ${fresh.map((s) => (s.isIdentified ? 't' : 'f'))}::text[],
+          ${fresh.map((s) => s.createdAt.toISOString())}::timestamptz[]) AS v(u, p, props, ident, ca)
+        RETURNING id, uuid`;
+      const ids = new Map(rows.map((r) => [r.uuid, r.id]));
+      for (const s of fresh) s.id = ids.get(s.uuid)!;
+    }
+    const existing = [...this.touched].filter((s) => !fresh.includes(s));
+    if (existing.length > 0) {
+      await tx`
+        UPDATE persons SET properties = v.props::jsonb, is_identified = v.ident::boolean, version = persons.version + 1
+        FROM unnest(${existing.map((s) => s.id!)}::bigint[], ${existing.map((s) => JSON.stringify(s.properties))}::text[],
+          ${existing.map((s) => (s.isIdentified ? 't' : 'f'))}::text[]) AS v(id, props, ident)
+        WHERE persons.id = v.id`;
+    }
+    if (this.pendingIds.size > 0) {
+      const pending = [...this.pendingIds.values()];
+      await tx`
+        INSERT INTO person_distinct_ids (project_id, distinct_id, person_id)
+        SELECT * FROM unnest(${pending.map((x) => x.projectId)}::bigint[], ${pending.map((x) => x.distinctId)}::text[],
+          ${pending.map((x) => x.person.id!)}::bigint[])
+        ON CONFLICT (project_id, distinct_id) DO UPDATE SET person_id = EXCLUDED.person_id`;
+      for (const x of pending) this.changes.personChanged(x.person.id!);
+    }
+    for (const s of this.touched) this.changes.personChanged(s.id!);
+    this.touched.clear();
+    this.pendingIds.clear();
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * Capture request handling on an evaluation node (spec §4.5; PostHog `rust/capture`), as a pure
+ * function of the request so any HTTP server can call it:
+ *
+ *   decode (decode.ts) → parse & validate (events.ts) → project by token → durable append → 200
+ *
+ * Paths: `/i/v0/e/`, `/e/`, `/capture/`, `/batch/` (and legacy `/track/`), trailing slash
+ * optional. Answers: 200 `{"status": 1}` once every event of the request is in the outbox;
+ * 400 for undecodable payloads or any invalid event (nothing is stored: no partial acceptance);
+ * 401 for a missing, inconsistent, malformed or unknown project token; 503 `outbox_full` when
+ * the outbox is at `config.maxOutboxBytes`; 404 for other paths. Error bodies are PostHog's
+ * `{type, code, detail, attr}` with capture-rs's messages as `detail`.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { errors, type ApiError } from '../../errors.js';
+import type { CapturedEvent } from '../../control-plane/ingestion/types.js';
+import { CaptureDecodeError, decodeCaptureBody } from './decode.js';
+import { CaptureRequestError, parseCapturePayload } from './events.js';
+import { OutboxFullError } from './outbox.js';
+
+/** What capture needs from the node: project lookup by API token, and the outbox. */
+export interface CaptureStore {
+  /** Project id of a project API key (`phc_…`), or null when unknown. */
+  projectIdForToken(token: string): number | null | Promise<number | null>;
+  /** Stores events durably; resolves when they are on disk. @throws OutboxFullError. */
+  append(events: CapturedEvent[]): Promise<void>;
+}
+
+/** A reply for the HTTP layer. */
+export interface CaptureReply { status: number; body: unknown }
+
+/** Normalised capture paths (no trailing slash). */
+export const CAPTURE_PATHS: ReadonlySet<string> = new Set(['/i/v0/e', '/e', '/capture', '/batch', '/track']);
+
+/** capture-rs success body (`CaptureResponseCode::Ok` = 1). */
+const OK_BODY = Object.freeze({ status: 1 });
+
+function fail(e: ApiError): CaptureReply {
+  return { status: e.status, body: e.toBody() };
+}
+
+/**
+ * Handles one capture request. `now` (ms) is injectable for tests.
+ * Never throws for client errors; rethrows unexpected store failures (the caller answers 500).
+ */
+export async function handleCapture(path: string, query: URLSearchParams | string, headers: IncomingHttpHeaders,
+  body: Buffer, store: CaptureStore, now: number = Date.now()): Promise<CaptureReply> {
+  const normalized = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+  if (!CAPTURE_PATHS.has(normalized)) return fail(errors.notFound());
+  const q = typeof query === 'string' ? new URLSearchParams(query) : query;
+  const contentType = Array.isArray(headers['content-type']) ? headers['content-type'][0] : headers['content-type'];
+  let parsed;
+  try {
+    const payload = decodeCaptureBody(body, q, contentType);
+    const sentAtQuery = q.get('_');
+    parsed = parseCapturePayload(payload, now, sentAtQuery !== null && /^\d+$/.test(sentAtQuery) ? Number(sentAtQuery) : null);
+  } catch (e) {
+    if (e instanceof CaptureDecodeError) return fail(errors.badRequest('request_decoding_error', e.message));
+    if (e instanceof CaptureRequestError) {
+      if (e.status === 401) return fail(errors.invalidToken(e.code === 'no_token' ? 'missing_token' : 'invalid_token', e.message));
+      return fail(errors.badRequest(e.code, e.message));
+    }
+    throw e;
+  }
+  const projectId = await store.projectIdForToken(parsed.token);
+  if (projectId === null) return fail(errors.invalidToken('invalid_token', 'API key is not valid: unknown project token'));
+  const events: CapturedEvent[] = parsed.events.map((e) => ({ ...e, project_id: projectId }));
+  try {
+    await store.append(events);
+  } catch (e) {
+    if (e instanceof OutboxFullError) return fail(errors.unavailable('outbox_full', e.message));
+    throw e;
+  }
+  return { status: 200, body: OK_BODY };
+}

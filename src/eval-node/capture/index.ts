@@ -1,0 +1,78 @@
+/**
+ * Capture on an evaluation node, wired in one call: the durable outbox (its own LMDB
+ * environment under `<dataDir>/capture-outbox`, so outbox writes never contend with the
+ * definition store's sync transactions and survive a store rebuild), the shipper, and a handler
+ * with the node HTTP layer's `CaptureHandler` signature `(path, query, headers, body)`.
+ *
+ * Node wiring (eval-node/node.ts + http/server.ts of the `node` branch):
+ * ```ts
+ * const client = new (switchyardService())(config.controlPlane, grpc.credentials.createInsecure());
+ * const capture = startCapture({
+ *   config, log,
+ *   projectIdForToken: (t) => store.projectByToken(t)?.id ?? null,
+ *   openStream: () => client.Ingest(clusterTokenMetadata(config.clusterToken!)),
+ * });
+ * startNodeHttp({ ..., capture: capture.handler });   // and capture.close() on shutdown
+ * ```
+ */
+import path from 'node:path';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Config } from '../../config.js';
+import type { Logger } from '../../log.js';
+import { handleCapture, type CaptureReply } from './handler.js';
+import { Outbox } from './outbox.js';
+import { Shipper, type IngestClientCall } from './shipper.js';
+
+/** Location of the outbox environment inside the data dir. */
+export function captureOutboxPath(config: Config): string {
+  return path.join(config.dataDir, 'capture-outbox');
+}
+
+/** Options of {@link startCapture}. */
+export interface CaptureOptions {
+  config: Config;
+  log: Logger;
+  /** Project id of a project API key from the node store, or null. */
+  projectIdForToken(token: string): number | null;
+  /** Opens a gRPC `Ingest` call to the control plane (with the cluster-token metadata). */
+  openStream(): IngestClientCall;
+  /** Overrides {@link captureOutboxPath} (tests). */
+  outboxPath?: string;
+}
+
+/** A running capture service. */
+export interface CaptureService {
+  /** Handles one capture request (never rejects for client errors). */
+  handler(path: string, query: string, headers: IncomingHttpHeaders, body: Buffer): Promise<CaptureReply>;
+  outbox: Outbox;
+  shipper: Shipper;
+  /** Stops shipping and closes the outbox (stored events stay for the next start). */
+  close(): Promise<void>;
+}
+
+/** Opens the outbox (bounded by `config.maxOutboxBytes`) and starts shipping. */
+export function startCapture(opts: CaptureOptions): CaptureService {
+  const outbox = Outbox.open({ path: opts.outboxPath ?? captureOutboxPath(opts.config), maxBytes: opts.config.maxOutboxBytes });
+  const shipper = new Shipper({ outbox, log: opts.log, openStream: opts.openStream });
+  const store = {
+    projectIdForToken: opts.projectIdForToken,
+    async append(events: Parameters<Outbox['append']>[0]) {
+      await outbox.append(events);
+      shipper.notify();
+    },
+  };
+  shipper.start();
+  let closing: Promise<void> | null = null;
+  return {
+    handler: (p, q, h, b) => handleCapture(p, q, h, b, store),
+    outbox,
+    shipper,
+    close() {
+      closing ??= (async () => {
+        await shipper.stop();
+        await outbox.close();
+      })();
+      return closing;
+    },
+  };
+}
