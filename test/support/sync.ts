@@ -79,7 +79,7 @@ export async function waitForHead(db: TestDatabase, store: NodeStore): Promise<n
   return head;
 }
 
-/** Asserts that `store` holds exactly what the tables hold (live flags and cohorts only). */
+/** Asserts that `store` holds exactly what the tables hold (live flags and cohorts only; persons, groups, overrides). */
 export async function assertStoreMatchesTables(db: TestDatabase, store: NodeStore): Promise<void> {
   const { sql } = db;
   assert.equal(store.revision(), await currentRevision(sql), 'revision = change-log head');
@@ -99,6 +99,27 @@ export async function assertStoreMatchesTables(db: TestDatabase, store: NodeStor
     assert.deepEqual(defs.cohorts, cohorts.map(cohortEntity), `cohorts of project ${p.id}`);
     const types = await sql<{ group_type: string; group_type_index: number }[]>`SELECT group_type, group_type_index FROM group_type_mappings WHERE project_id = ${p.id}`;
     assert.deepEqual(defs.groupTypeMapping, Object.fromEntries(types.map((t) => [String(t.group_type_index), t.group_type])), `group types of project ${p.id}`);
+  }
+  for (const p of await sql<{ uuid: string; project_id: number; properties: Record<string, unknown>; distinct_id: string | null }[]>`
+    SELECT p.uuid, p.project_id, p.properties, d.distinct_id FROM persons p LEFT JOIN person_distinct_ids d ON d.person_id = p.id`) {
+    if (p.distinct_id === null) continue;
+    const stored = store.personByDistinctId(p.project_id, p.distinct_id);
+    assert.equal(stored?.id, p.uuid, `person of ${p.distinct_id}`);
+    assert.deepEqual(stored?.properties, p.properties, `properties of ${p.distinct_id}`);
+  }
+  for (const g of await sql<{ project_id: number; group_type_index: number; group_key: string; properties: Record<string, unknown> }[]>`
+    SELECT project_id, group_type_index, group_key, properties FROM groups`) {
+    assert.deepEqual(store.group(g.project_id, g.group_type_index, g.group_key)?.properties, g.properties, `group ${g.group_key}`);
+  }
+  const overrides = new Map<string, Record<string, string>>();
+  for (const o of await sql<{ project_id: number; uuid: string; feature_flag_key: string; hash_key: string }[]>`
+    SELECT o.project_id, p.uuid, o.feature_flag_key, o.hash_key FROM feature_flag_hash_key_overrides o JOIN persons p ON p.id = o.person_id`) {
+    const k = `${o.project_id}:${o.uuid}`;
+    overrides.set(k, { ...overrides.get(k), [o.feature_flag_key]: o.hash_key });
+  }
+  for (const [k, expected] of overrides) {
+    const [pid, uuid] = [Number(k.split(':')[0]), k.slice(k.indexOf(':') + 1)];
+    assert.deepEqual(store.hashKeyOverrides(pid, uuid), expected, `overrides of ${uuid}`);
   }
   for (const k of await sql<{ id: string; secure_value: string; scopes: string[]; scoped_teams: number[]; organization_id: number }[]>`
     SELECT k.id, k.secure_value, k.scopes, k.scoped_teams, u.organization_id FROM personal_api_keys k JOIN users u ON u.id = k.user_id`) {
