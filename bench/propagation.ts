@@ -17,6 +17,13 @@
  * Setup: DATABASE_URL, or a throw-away embedded Postgres on a free port; server and node in this
  * process on loopback. Knobs (env): BENCH_LATENCY_N (300), BENCH_BURST (20000),
  * BENCH_SNAPSHOT_FLAGS (10000). Every wait is bounded (BENCH_TIMEOUT_S, 120).
+ *
+ * Latest run (defaults; Node 20.20, 2 vCPU AMD EPYC, embedded Postgres with fsync, same box):
+ * 1. flag change → node applied p50 4.3 ms / p99 17 ms; the transaction alone p50 2.2 ms, so
+ *    sync adds ~2 ms after commit (NOTIFY transaction → listener p50 0.5 ms);
+ * 2. 20,000 changes from 8 writers: node caught up 7 ms after the last commit; a node restarted
+ *    20,000 behind replays the tail at ~34,000 changes/s;
+ * 3. snapshot of 10,002 entities into an empty node: 0.69 s (~14,600 entities/s).
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
