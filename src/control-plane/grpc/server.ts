@@ -6,6 +6,9 @@
  * - `Ingest`: declared in the contract, answered UNIMPLEMENTED (after the cluster-token check)
  *   until its handler lands — add it to `handlers` below.
  *
+ * The server also prunes the change log every {@link PRUNE_INTERVAL_MS} (change-log/retention.ts;
+ * safe on every replica at once), since the log it serves is what needs the retention.
+ *
  * Keep-alive: HTTP/2 pings every {@link KEEPALIVE_TIME_MS}, connection dropped when one is not
  * answered within {@link KEEPALIVE_TIMEOUT_MS}; on top of that Watch sends Heartbeat events.
  */
@@ -19,11 +22,14 @@ import { startChangeFeed } from './change-feed.js';
 import { createWatchHandler, type WatchOptions } from './watch.js';
 import { createIngestHandler } from './ingest.js';
 import { createReportUsageHandler } from './usage.js';
+import { pruneChangeLog } from '../change-log/retention.js';
 
 /** Interval between HTTP/2 keep-alive pings on idle connections, in milliseconds. */
 export const KEEPALIVE_TIME_MS = 30_000;
 /** How long a keep-alive ping may go unanswered before the connection is closed, in milliseconds. */
 export const KEEPALIVE_TIMEOUT_MS = 10_000;
+/** Period of the change-log retention job, in milliseconds. */
+export const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 /** Grace period for in-flight calls on close before they are cancelled, in milliseconds. */
 export const SHUTDOWN_GRACE_MS = 2_000;
 
@@ -78,12 +84,20 @@ export async function startGrpcServer(deps: GrpcServerDeps): Promise<GrpcServer>
     throw err;
   }
   log.info({ port }, 'gRPC server listening');
+  const prune = setInterval(() => {
+    pruneChangeLog(sql).then(
+      (n) => { if (n > 0) log.info({ deleted: n }, 'change log pruned'); },
+      (err: unknown) => log.warn({ err }, 'change-log pruning failed'),
+    );
+  }, PRUNE_INTERVAL_MS);
+  prune.unref();
 
   let closing: Promise<void> | null = null;
   return {
     port,
     close() {
       closing ??= (async () => {
+        clearInterval(prune);
         watch.registry.closeAll();
         await feed.close();
         await new Promise<void>((resolve) => {
