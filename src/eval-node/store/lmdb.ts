@@ -9,8 +9,8 @@
  *   many transactions as it takes, and swapped in by ONE transaction that sets the active
  *   generation, the revision and the `complete_snapshot` marker. Readers resolve the active
  *   generation first, so they see the old state or the new one, never a mix; an interrupted
- *   snapshot leaves only an orphan generation, dropped by the next snapshot or on open.
- *   The superseded generation is deleted after the swap, in the background.
+ *   snapshot leaves only an orphan generation, dropped by the next snapshot. The superseded
+ *   generation is deleted after the swap, in the background, chunk by chunk between batches.
  *
  * Reads are synchronous. Every read first resolves the meta record (active generation,
  * revision, marker, tenancy counter); lookups of projects, organizations and keys are memoised
@@ -29,7 +29,7 @@ export type { StoreChange };
 
 /** On-disk layout version, checked on open. */
 export const STORE_FORMAT = 1;
-/** Keys removed per transaction when dropping a superseded generation. */
+/** Keys removed per transaction (and per write-queue slot) when dropping a superseded generation. */
 export const DROP_CHUNK_KEYS = 5_000;
 
 /** What compileProject needs for one project. */
@@ -241,22 +241,35 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean } = {}): 
     for (const l of listeners) l(revision, touched);
   };
 
-  /** Deletes every key of generations other than `keep`, in chunks (one transaction each). */
-  const dropOtherGenerations = async (keep: number): Promise<void> => {
+  /** Deletes up to DROP_CHUNK_KEYS keys of `range` in one transaction; false when none was left. */
+  const dropChunk = async (range: { start?: GenKey; end?: GenKey }): Promise<boolean> => {
     for (const d of all) {
-      for (const range of [{ end: [keep] }, { start: [keep + 1] }]) {
-        for (;;) {
-          const keys = [...d.getKeys({ ...range, limit: DROP_CHUNK_KEYS })];
-          if (keys.length === 0) break;
-          await root.transaction(() => { for (const k of keys) d.removeSync(k); });
-        }
-      }
+      const keys = [...d.getKeys({ ...range, limit: DROP_CHUNK_KEYS })];
+      if (keys.length === 0) continue;
+      await root.transaction(() => { for (const k of keys) d.removeSync(k); });
+      return true;
     }
+    return false;
+  };
+  /** Deletes every key of generations other than `keep` (inside one queue slot). */
+  const dropOtherGenerations = async (keep: number): Promise<void> => {
+    for (const range of [{ end: [keep] }, { start: [keep + 1] }]) while (await dropChunk(range)) { /* next chunk */ }
+  };
+  /**
+   * Deletes the generations below `keep` in the background, one chunk per queue slot, so tail
+   * batches interleave with the clean-up of a superseded (possibly huge) state instead of
+   * waiting behind it. Only generations BELOW are touched: a snapshot staged meanwhile lives
+   * above the active one.
+   */
+  const dropOlderInBackground = (keep: number): void => {
+    void (async () => {
+      while (!closed && await enqueue(() => dropChunk({ end: [keep] }))) { /* next chunk */ }
+    })().catch(() => { /* retried on the next open or snapshot */ });
   };
 
-  // Orphans of a snapshot interrupted by a crash, or a superseded generation whose clean-up
-  // did not finish: drop them in the background (readers never look at them).
-  if (!readOnly) void enqueue(() => dropOtherGenerations(state().gen));
+  // Superseded state whose clean-up did not finish before a restart: drop it in the background.
+  // (Orphans of an interrupted snapshot, above the active generation, go with the next snapshot.)
+  if (!readOnly) dropOlderInBackground(state().gen);
 
   const store: WritableNodeStore = {
     revision: () => state().revision,
@@ -388,7 +401,7 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean } = {}): 
         defsCache.clear();
         notify(revision, touched);
         // Superseded state: deleted after the swap; readers already resolve the new generation.
-        void enqueue(() => dropOtherGenerations(s.gen));
+        dropOlderInBackground(s.gen);
       });
     },
 
