@@ -237,3 +237,24 @@ test('a read-only store sees the writer\'s commits and refuses writes', async ()
     }
   });
 });
+
+test('a superseded generation is deleted in the background while batches keep applying', async () => {
+  await withStore(async (s, dir) => {
+    const many = Array.from({ length: 12_000 }, (_, i) => up('feature_flag', i + 1, 1, flag(i + 1, 1)));
+    await snapshot(s, 5, [up('project', 1, 1, project(1, 'phc_one')), ...many]);
+    await snapshot(s, 6, [up('project', 1, 1, project(1, 'phc_one'))]);
+    await s.applyBatch([up('feature_flag', 1, 1, flag(1, 1))], 7);
+    assert.deepEqual(s.definitions(1).flags.map((f) => f.id), [1]);
+    const { open } = await import('lmdb');
+    const raw = open({ path: dir, maxDbs: 16, readOnly: true });
+    const entities = raw.openDB({ name: 'entities', encoding: 'msgpack' });
+    try {
+      await waitFor('old generations gone', () => {
+        entities.resetReadTxn();
+        return entities.getKeysCount({ end: [2] }) === 0;
+      });
+    } finally {
+      await raw.close();
+    }
+  });
+});
