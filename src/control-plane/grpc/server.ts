@@ -3,8 +3,7 @@
  * 50051): serves proto/switchyard.proto's `switchyard.v1.Switchyard` with
  * - `Watch` (watch.ts), fed by one change-log listener per process (change-feed.ts);
  * - `ReportUsage` (usage.ts): nodes' /flags request counts into the quota service;
- * - `Ingest`: declared in the contract, answered UNIMPLEMENTED (after the cluster-token check)
- *   until its handler lands — add it to `handlers` below.
+ * - `Ingest` (ingest.ts): event batches from nodes' capture outboxes, acknowledged after commit.
  *
  * Keep-alive: HTTP/2 pings every {@link KEEPALIVE_TIME_MS}, connection dropped when one is not
  * answered within {@link KEEPALIVE_TIMEOUT_MS}; on top of that Watch sends Heartbeat events.
@@ -14,10 +13,11 @@ import type { Sql } from '../db/connect.js';
 import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
 import { switchyardService } from '../../grpc/loader.js';
-import { hasClusterToken, unauthenticated } from './auth.js';
+import { hasClusterToken } from './auth.js';
 import { startChangeFeed } from './change-feed.js';
 import { createWatchHandler, type WatchOptions } from './watch.js';
 import { createReportUsageHandler } from './usage.js';
+import { createIngestHandler } from './ingest.js';
 
 /** Interval between HTTP/2 keep-alive pings on idle connections, in milliseconds. */
 export const KEEPALIVE_TIME_MS = 30_000;
@@ -52,15 +52,9 @@ export async function startGrpcServer(deps: GrpcServerDeps): Promise<GrpcServer>
   const feed = await startChangeFeed(sql, log);
   const watch = createWatchHandler({ sql, feed, log, clusterToken: token, options: deps.watch });
 
-  const unimplemented = (name: string) => (call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerDuplexStream<unknown, unknown>,
-    callback?: grpc.sendUnaryData<unknown>): void => {
-    const status = hasClusterToken(call.metadata, token) ? { code: grpc.status.UNIMPLEMENTED, details: `${name} is not implemented yet` } : unauthenticated();
-    if (callback) { callback(status as grpc.ServiceError, null); return; }
-    call.emit('error', status);
-  };
   const handlers: grpc.UntypedServiceImplementation = {
     Watch: watch.handler as grpc.UntypedHandleCall,
-    Ingest: unimplemented('Ingest') as grpc.UntypedHandleCall,
+    Ingest: createIngestHandler({ sql, log, authorize: (md) => hasClusterToken(md, token) }) as grpc.UntypedHandleCall,
     ReportUsage: createReportUsageHandler({ sql, log, clusterToken: token }) as grpc.UntypedHandleCall,
   };
 

@@ -12,7 +12,7 @@
  *   a node drops a flag or cohort whose upsert says `deleted: true` (eval-node/store/apply.ts),
  *   so a node's state is the same whether it came from a snapshot or from the tail;
  * - personal API keys of active users (hash, scopes, scoped projects, organization);
- * - persons, groups and hash-key overrides: not yet (their tables arrive with capture).
+ * - persons (with every distinct id), groups and hash-key overrides (ingestion/snapshot.ts).
  *
  * Only the columns the entities need are selected: row parsing dominates the read (all 28 flag
  * columns, with timestamps and arrays, cost about twice as much).
@@ -25,6 +25,7 @@ import {
   cohortEntity, featureFlagEntity, groupTypeMappingEntity, groupTypeMappingId, projectEntity,
 } from '../change-log/entities.js';
 import { personalApiKeyEntity } from '../keys/store.js';
+import { streamCaptureEntities } from '../ingestion/snapshot.js';
 import { organizationEntity } from '../quota/service.js';
 
 /** Rows fetched per cursor round trip. */
@@ -72,6 +73,7 @@ export async function streamSnapshot(sql: Sql, sink: SnapshotSink): Promise<numb
     await each(tx<{ id: string; organization_id: number; secure_value: string; scopes: string[]; scoped_teams: number[] }[]>`SELECT k.id, u.organization_id, k.secure_value, k.scopes, k.scoped_teams
          FROM personal_api_keys k JOIN users u ON u.id = k.user_id WHERE u.is_active ORDER BY k.id`.cursor(SNAPSHOT_CURSOR_ROWS), (r) =>
         sink.entity({ kind: 'personal_api_key', entityId: r.id, projectId: null, payload: personalApiKeyEntity(r) }));
+    await streamCaptureEntities(tx, (e) => sink.entity(e));
     return revision;
   }) as Promise<number>;
 }
