@@ -1,34 +1,60 @@
 /**
  * A whole evaluation node as one unit: the LMDB store and Watch sync (node.ts), the HTTP layer
- * (http/server.ts) and the usage reporter that ships /flags counts for quotas. Used by
- * `switchyard eval-node` and `switchyard start`.
+ * (http/server.ts), capture (its durable outbox and the shipper streaming it to the control
+ * plane over gRPC Ingest, capture/index.ts) and the usage reporter that ships /flags counts
+ * for quotas. Used by `switchyard eval-node` and `switchyard start`.
  *
- * Stop order: HTTP first (no new requests), then the last usage report, then sync and store.
+ * Stop order: HTTP first (no new requests), then capture (stored events stay in the outbox for
+ * the next start), the last usage report, then sync and store.
  */
+import * as grpc from '@grpc/grpc-js';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
+import { switchyardService } from '../grpc/loader.js';
+import { clusterTokenMetadata } from '../grpc/metadata.js';
 import { startEvalNode, type EvalNode } from './node.js';
 import { startNodeHttp, type NodeHttp } from './http/server.js';
 import { startUsageReporter } from './sync/usage-reporter.js';
+import { startCapture, type CaptureService } from './capture/index.js';
+import type { IngestClientCall } from './capture/shipper.js';
 
 /** A running node. */
 export interface NodeService {
   node: EvalNode;
   http: NodeHttp;
+  capture: CaptureService;
   close(): Promise<void>;
 }
 
 /**
  * Starts a node on `config` (data under `config.dataDir`, HTTP on `config.flagsPort`, control
- * plane at `config.controlPlane`). @throws when the cluster token is missing, the store cannot
+ * plane at `config.controlPlane`). @throws when the cluster token is missing, a store cannot
  * open or the port cannot be bound (anything started is stopped again).
  */
 export async function startNodeService(config: Config, log: Logger): Promise<NodeService> {
   const node = await startEvalNode(config, log);
+  const Service = switchyardService();
+  const ingestClient = new Service(config.controlPlane, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
+    Ingest(md: grpc.Metadata): IngestClientCall;
+  };
+  let capture: CaptureService;
   let http: NodeHttp;
   try {
-    http = await startNodeHttp({ config, log, store: node.store, sync: node.sync });
+    capture = startCapture({
+      config, log,
+      projectIdForToken: (token) => node.store.projectByToken(token)?.id ?? null,
+      openStream: () => ingestClient.Ingest(clusterTokenMetadata(config.clusterToken!)),
+    });
   } catch (e) {
+    ingestClient.close();
+    await node.close();
+    throw e;
+  }
+  try {
+    http = await startNodeHttp({ config, log, store: node.store, sync: node.sync, capture: capture.handler });
+  } catch (e) {
+    await capture.close();
+    ingestClient.close();
     await node.close();
     throw e;
   }
@@ -39,9 +65,12 @@ export async function startNodeService(config: Config, log: Logger): Promise<Nod
   return {
     node,
     http,
+    capture,
     close() {
       closing ??= (async () => {
         await http.close();
+        await capture.close();
+        ingestClient.close();
         await usage.close();
         await node.close();
       })();

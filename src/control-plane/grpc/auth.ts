@@ -24,9 +24,5 @@ export function unauthenticated(): Partial<grpc.StatusObject> {
   return { code: grpc.status.UNAUTHENTICATED, details: 'missing or invalid cluster token' };
 }
 
-/** Metadata a node sends on every call. */
-export function clusterTokenMetadata(token: string): grpc.Metadata {
-  const md = new grpc.Metadata();
-  md.set('authorization', `Bearer ${token}`);
-  return md;
-}
+/** Metadata a node sends on every call (defined with the other shared gRPC helpers). */
+export { clusterTokenMetadata } from '../../grpc/metadata.js';

@@ -16,8 +16,8 @@ import { switchyardService } from '../../grpc/loader.js';
 import { hasClusterToken } from './auth.js';
 import { startChangeFeed } from './change-feed.js';
 import { createWatchHandler, type WatchOptions } from './watch.js';
-import { createReportUsageHandler } from './usage.js';
 import { createIngestHandler } from './ingest.js';
+import { createReportUsageHandler } from './usage.js';
 
 /** Interval between HTTP/2 keep-alive pings on idle connections, in milliseconds. */
 export const KEEPALIVE_TIME_MS = 30_000;
