@@ -3,8 +3,7 @@
  * 50051): serves proto/switchyard.proto's `switchyard.v1.Switchyard` with
  * - `Watch` (watch.ts), fed by one change-log listener per process (change-feed.ts);
  * - `ReportUsage` (usage.ts): nodes' /flags request counts into the quota service;
- * - `Ingest`: declared in the contract, answered UNIMPLEMENTED (after the cluster-token check)
- *   until its handler lands — add it to `handlers` below.
+ * - `Ingest` (ingest.ts): event batches from nodes' capture outboxes, acknowledged after commit.
  *
  * The server also prunes the change log every {@link PRUNE_INTERVAL_MS} (change-log/retention.ts;
  * safe on every replica at once), since the log it serves is what needs the retention.

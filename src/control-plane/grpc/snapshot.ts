@@ -12,8 +12,7 @@
  *   a node drops a flag or cohort whose upsert says `deleted: true` (eval-node/store/apply.ts),
  *   so a node's state is the same whether it came from a snapshot or from the tail;
  * - personal API keys of active users (hash, scopes, scoped projects, organization);
- * - persons (with all their distinct ids), groups and hash-key overrides, last
- *   (ingestion/snapshot.ts, the capture-owned part).
+ * - persons (with every distinct id), groups and hash-key overrides (ingestion/snapshot.ts).
  *
  * Only the columns the entities need are selected: row parsing dominates the read (all 28 flag
  * columns, with timestamps and arrays, cost about twice as much).
@@ -26,8 +25,8 @@ import {
   cohortEntity, featureFlagEntity, groupTypeMappingEntity, groupTypeMappingId, projectEntity,
 } from '../change-log/entities.js';
 import { personalApiKeyEntity } from '../keys/store.js';
-import { organizationEntity } from '../quota/service.js';
 import { streamCaptureEntities } from '../ingestion/snapshot.js';
+import { organizationEntity } from '../quota/service.js';
 
 /** Rows fetched per cursor round trip. */
 export const SNAPSHOT_CURSOR_ROWS = 500;

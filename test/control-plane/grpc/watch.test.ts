@@ -1,6 +1,3 @@
-import { bootstrap } from '../../../src/control-plane/bootstrap.js';
-import { pack } from 'msgpackr';
-import crypto from 'node:crypto';
 /**
  * The Watch protocol as a node sees it, through a raw gRPC client (real server, real
  * Postgres): authentication, snapshot framing, tail resumption, snapshot decisions, live
@@ -12,7 +9,7 @@ import * as grpc from '@grpc/grpc-js';
 import { switchyardService } from '../../../src/grpc/loader.js';
 import { clusterTokenMetadata } from '../../../src/control-plane/grpc/auth.js';
 import { snapshotReason, type SnapshotReason } from '../../../src/control-plane/grpc/watch.js';
-import { decodePayload } from '../../../src/grpc/payload.js';
+import { decodePayload, encodePayload } from '../../../src/grpc/payload.js';
 import { currentRevision } from '../../../src/control-plane/change-log/store.js';
 import type { ChangeMessage, WatchEvent } from '../../../src/grpc/messages.js';
 import { seedCohort, seedFlag, seedGroupType, seedOrganization, seedProject, updateFlag } from '../../support/seed.js';
@@ -240,26 +237,39 @@ test('snapshots beyond the concurrency limit wait their turn, with heartbeats me
   }
 });
 
-test('Ingest is served: wrong token → UNAUTHENTICATED; a batch is acknowledged once its events are committed', async () => {
+test('Ingest checks the token; with it, a batch is acknowledged once committed and its person reaches Watch', async () => {
   const fx = await syncFixture();
   try {
+    const org = await seedOrganization(fx.db.sql);
+    const { id: projectId } = await seedProject(fx.db.sql, org);
     await fx.startServer();
     const client = rawClient(fx);
-    const denied = client.Ingest(clusterTokenMetadata('wrong')) as grpc.ClientDuplexStream<unknown, unknown>;
-    denied.on('data', () => {});
-    denied.on('error', () => {});
-    assert.equal((await new Promise<grpc.StatusObject>((resolve) => denied.on('status', resolve))).code, grpc.status.UNAUTHENTICATED);
+    const wrong = client.Ingest(clusterTokenMetadata('wrong')) as grpc.ClientDuplexStream<unknown, unknown>;
+    wrong.on('data', () => {});
+    wrong.on('error', () => {});
+    const denied = await new Promise<grpc.StatusObject>((resolve) => wrong.on('status', resolve));
+    assert.equal(denied.code, grpc.status.UNAUTHENTICATED);
 
-    const project = { id: (await bootstrap(fx.db.sql, fx.config)).projectId };
-    const uuid = crypto.randomUUID();
-    const duplex = client.Ingest(clusterTokenMetadata(fx.config.clusterToken!)) as grpc.ClientDuplexStream<unknown, { batch_id: string }>;
-    duplex.on('error', () => {});
-    const ack = new Promise<string>((resolve) => duplex.on('data', (m) => resolve(m.batch_id)));
-    duplex.write({ batch_id: 'b1', events: pack([{ uuid, project_id: project!.id, event: 'served', distinct_id: 'd1', properties: {}, timestamp: new Date().toISOString() }]) });
-    assert.equal(await ack, 'b1');
-    const rows = await fx.db.sql`SELECT 1 FROM events WHERE uuid = ${uuid}`;
-    assert.equal(rows.length, 1, 'acknowledged only after the row is committed');
-    duplex.end();
+    const events = [{ uuid: '01900000-0000-7000-8000-000000000001', project_id: projectId, event: 'signed up', distinct_id: 'grpc-user',
+      properties: { $set: { plan: 'pro' } }, timestamp: new Date().toISOString() }];
+    const call = client.Ingest(clusterTokenMetadata(fx.config.clusterToken!)) as grpc.ClientDuplexStream<unknown, { batch_id: string }>;
+    const acks: string[] = [];
+    call.on('data', (a) => acks.push(a.batch_id));
+    call.on('error', () => {});
+    const status = new Promise<grpc.StatusObject>((resolve) => call.on('status', resolve));
+    call.write({ batch_id: 'b1', events: encodePayload(events) });
+    call.end();
+    assert.equal((await status).code, grpc.status.OK);
+    assert.deepEqual(acks, ['b1']);
+    const [person] = await fx.db.sql<{ uuid: string }[]>`SELECT p.uuid FROM persons p JOIN person_distinct_ids d ON d.person_id = p.id
+      WHERE d.distinct_id = 'grpc-user'`;
+    assert.ok(person, 'committed before the ack');
+    const w = watch(fx, 0);
+    await waitFor('person in the snapshot', () => changesOf(w.events).some((c) => c.kind === 'person'));
+    w.cancel();
+    const change = changesOf(w.events).find((c) => c.kind === 'person')!;
+    assert.equal(change.entity_id, person!.uuid);
+    assert.deepEqual(decodePayload(change.payload), { id: person!.uuid, project_id: projectId, distinct_ids: ['grpc-user'], properties: { plan: 'pro' } });
     client.close();
   } finally {
     await fx.close();
