@@ -12,7 +12,10 @@
  *    then catch-up: the node restarts BENCH_BURST changes behind — how many changes per second
  *    does it apply from the tail;
  * 3. snapshot: a new node (empty data dir) — time to a complete snapshot of BENCH_SNAPSHOT_FLAGS
- *    flags, in entities per second.
+ *    flags, in entities per second;
+ * 4. nodes (the issue's figure, bench/propagation-nodes.ts): BENCH_NODES node services (3) behind a
+ *    control plane; from each management-API PATCH's 200 until every node serves the new version
+ *    on POST /flags, over BENCH_NODE_CHANGES changes (200); target p99 < 50 ms.
  *
  * Setup: DATABASE_URL, or a throw-away embedded Postgres on a free port; server and node in this
  * process on loopback. Knobs (env): BENCH_LATENCY_N (300), BENCH_BURST (20000),
@@ -39,10 +42,13 @@ import { featureFlagEntity, projectEntity, type FeatureFlagRow } from '../src/co
 import { startGrpcServer } from '../src/control-plane/grpc/server.js';
 import { startEvalNode, type EvalNode } from '../src/eval-node/node.js';
 import { freePort } from '../test/support/ports.js';
+import { measureNodesPropagation } from './propagation-nodes.js';
 
 const LATENCY_N = Number(process.env.BENCH_LATENCY_N ?? 300);
 const BURST = Number(process.env.BENCH_BURST ?? 20_000);
 const SNAPSHOT_FLAGS = Number(process.env.BENCH_SNAPSHOT_FLAGS ?? 10_000);
+const NODES = Number(process.env.BENCH_NODES ?? 3);
+const NODE_CHANGES = Number(process.env.BENCH_NODE_CHANGES ?? 200);
 const TIMEOUT_MS = Number(process.env.BENCH_TIMEOUT_S ?? 120) * 1000;
 const WRITERS = 8;
 const CHANGES_PER_TX = 10;
@@ -190,6 +196,19 @@ async function main(): Promise<void> {
     console.log(`\n3. snapshot of ${SNAPSHOT_FLAGS + 2} entities into an empty node: ${fmt(snapshotMs)} → ${Math.round((SNAPSHOT_FLAGS + 2) / (snapshotMs / 1000))} entities/s`);
 
     await server.close();
+
+    // 4. the issue's figure: PATCH 200 → every one of NODES nodes serves it, on its own database.
+    await sql.unsafe('DROP DATABASE IF EXISTS bench_propagation_nodes WITH (FORCE)');
+    await sql.unsafe('CREATE DATABASE bench_propagation_nodes');
+    const nodesUrl = new URL(url);
+    nodesUrl.pathname = '/bench_propagation_nodes';
+    const p4 = await measureNodesPropagation(nodesUrl.toString(), NODES, NODE_CHANGES, TIMEOUT_MS);
+    for (const a of [p4.samples, p4.patchMs, p4.flagsMs]) a.sort((x, y) => x - y);
+    console.log(`\n4. ${NODES} nodes, management-API PATCH 200 → every node serves it on /flags (${NODE_CHANGES} changes)`);
+    console.log(`   propagation:                 p50 ${fmt(pct(p4.samples, 0.5))}  p99 ${fmt(pct(p4.samples, 0.99))}  max ${fmt(p4.samples[p4.samples.length - 1]!)}  (target p99 < 50 ms)`);
+    console.log(`   baseline PATCH round trip:   p50 ${fmt(pct(p4.patchMs, 0.5))}  p99 ${fmt(pct(p4.patchMs, 0.99))}`);
+    console.log(`   baseline /flags round trip:  p50 ${fmt(pct(p4.flagsMs, 0.5))}  p99 ${fmt(pct(p4.flagsMs, 0.99))}`);
+    console.log(`   ratio propagation / PATCH p50: ${(pct(p4.samples, 0.5) / pct(p4.patchMs, 0.5)).toFixed(2)}×`);
   } finally {
     await sql.end({ timeout: 5 });
     if (cluster) await cluster.stop().catch(() => {});
