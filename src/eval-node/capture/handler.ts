@@ -7,12 +7,13 @@
  * Paths: `/i/v0/e/`, `/e/`, `/capture/`, `/batch/` (and legacy `/track/`), trailing slash
  * optional. Answers: 200 `{"status": 1}` once every event of the request is in the outbox;
  * 400 for undecodable payloads or any invalid event (nothing is stored: no partial acceptance);
+ * 413 `event_too_big` when one event is over {@link MAX_EVENT_BYTES} (the whole request);
  * 401 for a missing, inconsistent, malformed or unknown project token; 503 `outbox_full` when
  * the outbox is at `config.maxOutboxBytes`; 404 for other paths. Error bodies are PostHog's
  * `{type, code, detail, attr}` with capture-rs's messages as `detail`.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { errors, type ApiError } from '../../errors.js';
+import { ApiError, errors } from '../../errors.js';
 import type { CapturedEvent } from '../../control-plane/ingestion/types.js';
 import { CaptureDecodeError, decodeCaptureBody } from './decode.js';
 import { CaptureRequestError, parseCapturePayload } from './events.js';
@@ -31,6 +32,13 @@ export interface CaptureReply { status: number; body: unknown }
 
 /** Normalised capture paths (no trailing slash). */
 export const CAPTURE_PATHS: ReadonlySet<string> = new Set(['/i/v0/e', '/e', '/capture', '/batch', '/track']);
+
+/**
+ * Largest event, in bytes of JSON, like capture-rs's per-event limit (413 `event_too_big`).
+ * Every event must fit one Ingest batch (shipper.ts MAX_BATCH_BYTES, under gRPC's 4 MiB
+ * message limit), or it could never be delivered and would hold up the outbox behind it.
+ */
+export const MAX_EVENT_BYTES = 1024 * 1024;
 
 /** capture-rs success body (`CaptureResponseCode::Ok` = 1). */
 const OK_BODY = Object.freeze({ status: 1 });
@@ -65,6 +73,11 @@ export async function handleCapture(path: string, query: URLSearchParams | strin
   const projectId = await store.projectIdForToken(parsed.token);
   if (projectId === null) return fail(errors.invalidToken('invalid_token', 'API key is not valid: unknown project token'));
   const events: CapturedEvent[] = parsed.events.map((e) => ({ ...e, project_id: projectId }));
+  for (const e of events) {
+    if (Buffer.byteLength(JSON.stringify(e)) > MAX_EVENT_BYTES) {
+      return fail(new ApiError(413, 'invalid_request', 'event_too_big', `An event is larger than ${MAX_EVENT_BYTES} bytes.`));
+    }
+  }
   try {
     await store.append(events);
   } catch (e) {
