@@ -18,7 +18,8 @@ import { startTestControlPlane, type TestControlPlane } from '../support/control
 import { freePort } from '../support/ports.js';
 import { waitFor } from '../support/wait.js';
 
-export const log = createLogger('silent');
+/** Quiet unless SYS_LOG names a level (e.g. SYS_LOG=warn node dist/test/run.js test/system). */
+export const log = createLogger(process.env.SYS_LOG ?? 'silent');
 
 /** The repository's dist/ directory (this file is dist/test/system/support.js). */
 const distDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
