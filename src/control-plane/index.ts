@@ -43,7 +43,12 @@ export async function startControlPlane(config: Config, log: Logger, databaseUrl
     else log.warn('SWITCHYARD_CLUSTER_TOKEN is not set: gRPC is off and no evaluation node can connect');
     const http = await startHttpServer(deps, allRoutes(deps), {
       ready: async () => { await sql`SELECT 1`; return true; },
-      metrics: async () => '',
+      metrics: async () => {
+        const [row] = await sql<{ r: number | null }[]>`SELECT max(revision) AS r FROM change_log`;
+        return '# HELP switchyard_change_log_revision Highest committed change-log revision.\n'
+          + '# TYPE switchyard_change_log_revision gauge\n'
+          + `switchyard_change_log_revision ${row?.r ?? 0}\n`;
+      },
     }, config.apiPort);
     const quotaTimer = setInterval(() => {
       refreshAllQuotas(sql).catch((e) => log.error({ err: e }, 'quota refresh failed'));

@@ -12,6 +12,7 @@ import { errors, isApiError, type ApiError } from '../../errors.js';
 import { authenticate, requireScope, resolveProject } from './auth.js';
 import { parseJsonBody, readBody } from './body.js';
 import { Router } from './router.js';
+import { ApiMetrics } from './metrics.js';
 import type { Deps, ProjectRow, Reply, RequestContext, Route } from './types.js';
 
 /** A running HTTP server. */
@@ -25,14 +26,21 @@ export interface RunningHttp {
 /** Unauthenticated probes every process exposes (DESIGN.md "Processes"). */
 export interface Probes {
   ready(): Promise<boolean>;
+  /** Extra Prometheus text appended after the request metrics (e.g. the change-log head). */
   metrics(): Promise<string>;
 }
 
 /** Starts the management API on `deps.config.host:port` serving `routes`. */
 export async function startHttpServer(deps: Deps, routes: readonly Route[], probes: Probes, port: number): Promise<RunningHttp> {
   const router = new Router(routes);
+  const metrics = new ApiMetrics();
   const server = http.createServer((req, res) => {
-    handle(deps, router, probes, req, res).catch((e) => {
+    const started = process.hrtime.bigint();
+    res.once('finish', () => {
+      metrics.observe((res as { route?: string }).route ?? 'unmatched', req.method ?? 'GET', res.statusCode,
+        Number(process.hrtime.bigint() - started) / 1e9);
+    });
+    handle(deps, router, { ready: probes.ready, metrics: async () => metrics.render() + await probes.metrics() }, req, res).catch((e) => {
       deps.log.error({ err: e }, 'unhandled error while replying');
       if (!res.headersSent) res.writeHead(500).end();
     });
@@ -72,6 +80,7 @@ async function handle(deps: Deps, router: Router, probes: Probes, req: http.Inco
     const match = router.match(method, url.pathname);
     if (match.kind === 'not_found') { drain(req); throw errors.notFound(); }
     if (match.kind === 'method_not_allowed') { drain(req); throw errors.methodNotAllowed(method, match.allow); }
+    (res as { route?: string }).route = match.route.path;
     const auth = await authenticate(deps.sql, req.headers, url.searchParams);
     if (match.route.scope) requireScope(auth, match.route.scope);
     let project: ProjectRow | undefined;

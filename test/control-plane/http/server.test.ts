@@ -79,3 +79,17 @@ test('probes answer without auth', async () => {
   assert.equal(ready.status, 200);
   assert.equal(ready.body.ready, true);
 });
+
+test('metrics: requests by route pattern and status, latency histogram, change-log head', async () => {
+  await t.request('GET', `/api/projects/${t.projectId}/`);
+  await t.request('GET', '/api/nothing/');
+  const r = await fetch(`${t.baseUrl}/metrics`);
+  const text = await r.text();
+  assert.equal(r.status, 200);
+  assert.match(text, /switchyard_api_requests_total\{route="\/api\/projects\/:project_id",method="GET",status="200"\} \d+/);
+  assert.match(text, /switchyard_api_requests_total\{route="unmatched",method="GET",status="404"\} \d+/);
+  assert.match(text, /switchyard_api_request_duration_seconds_bucket\{route="\/api\/projects\/:project_id",le="\+Inf"\} \d+/);
+  const [head] = await t.db.sql<{ r: number }[]>`SELECT max(revision) AS r FROM change_log`;
+  assert.match(text, new RegExp(`switchyard_change_log_revision ${head!.r}\\n`));
+  assert.equal(text.includes(t.personalKey), false, 'never key material');
+});
