@@ -167,3 +167,46 @@ test('a node whose data dir is wiped is rebuilt from a snapshot and answers the 
     await c.close();
   }
 });
+
+test('changes made while gRPC is down reach running and restarted nodes once it is back', async () => {
+  const c = await startCluster();
+  try {
+    const dirB = c.tempDir();
+    const a = await c.startNode(c.tempDir());
+    let b = await c.startNode(dirB);
+    const { emailFlag } = await createFlags(c);
+    for (const n of [a, b]) {
+      await waitReady(n.http.url);
+      await waitForVersion(c, n.http.url, 'sys-email', emailFlag.version);
+    }
+    await b.close(); // b misses what follows and catches up from its stored revision
+    await c.stopGrpc(); // the management API keeps working
+    const patch = await c.t.request('PATCH', `/api/projects/${c.t.projectId}/feature_flags/${emailFlag.id}/`, {
+      body: { filters: { groups: [{ properties: [{ key: 'email', type: 'person', operator: 'icontains', value: '@later.test' }], rollout_percentage: 100 }] } },
+    });
+    assert.equal(patch.status, 200, patch.text);
+    const created = await c.t.request('POST', `/api/projects/${c.t.projectId}/feature_flags/`, { body: { key: 'sys-while-down', filters: { groups: [{ properties: [], rollout_percentage: 100 }] } } });
+    assert.equal(created.status, 201, created.text);
+    const deleted = await c.t.request('PATCH', `/api/projects/${c.t.projectId}/feature_flags/${(await c.t.request('GET', `/api/projects/${c.t.projectId}/feature_flags/?search=sys-rollout`)).body.results[0].id}/`, { body: { deleted: true } });
+    assert.equal(deleted.status, 200, deleted.text);
+    // Still the old state on a, meanwhile.
+    const old = await flags(a.http.url, c.t.projectKey, 'x', { person_properties: { email: 'x@example.com' } });
+    assert.equal(old.body.flags['sys-email'].enabled, true);
+    assert.equal(old.body.flags['sys-while-down'], undefined);
+    b = await c.startNode(dirB);
+    await waitReady(b.http.url); // from its own LMDB, before gRPC is back
+    await c.startGrpc();
+    for (const n of [a, b]) {
+      await waitFor(`${n.http.url} caught up`, async () => {
+        const r = await flags(n.http.url, c.t.projectKey, 'x', { person_properties: { email: 'x@later.test' } });
+        return r.status === 200 && r.body.flags['sys-email']?.metadata?.version === patch.body.version
+          && r.body.flags['sys-while-down']?.enabled === true && r.body.flags['sys-rollout'] === undefined;
+      }, { timeoutMs: 60_000, intervalMs: 50 });
+      const r = await flags(n.http.url, c.t.projectKey, 'x', { person_properties: { email: 'x@later.test' } });
+      assert.equal(r.body.flags['sys-email'].enabled, true);
+    }
+    assert.deepEqual(await answers(c, a.http.url), await answers(c, b.http.url));
+  } finally {
+    await c.close();
+  }
+});
