@@ -133,3 +133,40 @@ test('$set through capture on one node is matched by /flags without person_prope
     await c.close();
   }
 });
+
+test('$identify on one node merges an anonymous person captured on another; both nodes match the merged properties', async () => {
+  const c = await startCluster();
+  let pa: PostHog | null = null;
+  let pb: PostHog | null = null;
+  try {
+    const a = await c.startNode(c.tempDir());
+    const b = await c.startNode(c.tempDir());
+    await createFlag(c, { key: 'sys-merged', filters: { groups: [{ properties: [
+      { key: 'plan', type: 'person', operator: 'exact', value: ['pro'] },
+      { key: 'email', type: 'person', operator: 'icontains', value: '@example.com' },
+    ], rollout_percentage: 100 }] } });
+    for (const n of [a, b]) await waitForFlag(c, n.http.url, 'sys-merged');
+    pa = client(c, a.http.url);
+    pa.capture({ distinctId: 'anon-77', event: 'sys_pageview', properties: { $set: { plan: 'pro' } } });
+    await pa.flush();
+    await waitFor('anonymous person in Postgres', async () => (await c.t.db.sql`SELECT 1 FROM person_distinct_ids WHERE distinct_id = 'anon-77'`).length === 1);
+    pb = client(c, b.http.url);
+    pb.identify({ distinctId: 'user-77', properties: { $anon_distinct_id: 'anon-77', $set: { email: 'u77@example.com' } } });
+    await pb.flush();
+    for (const n of [a, b]) {
+      for (const id of ['user-77', 'anon-77']) {
+        await waitFor(`${id} matching sys-merged on ${n.http.url}`, async () => {
+          const r = await flags(n.http.url, c.t.projectKey, id);
+          assert.equal(r.status, 200, r.text);
+          return r.body.flags['sys-merged'].enabled === true;
+        }, { timeoutMs: 30_000, intervalMs: 25 });
+      }
+    }
+    const persons = await c.t.db.sql<{ person_id: number }[]>`SELECT DISTINCT person_id FROM person_distinct_ids WHERE distinct_id IN ('anon-77', 'user-77')`;
+    assert.equal(persons.length, 1, 'one person for both ids');
+  } finally {
+    await pa?.shutdown().catch(() => {});
+    await pb?.shutdown().catch(() => {});
+    await c.close();
+  }
+});
