@@ -118,3 +118,35 @@ test('events accepted by an in-process node while the control plane is down all 
     await c.close();
   }
 });
+
+test('a whole control plane down: a child node SIGKILLed with events in its outbox delivers them once to a new control plane', async () => {
+  const c = await startCluster();
+  const procs: NodeProcess[] = [];
+  try {
+    const dir = c.tempDir();
+    let node = await spawnNode(c, dir);
+    procs.push(node);
+    const flag = await c.t.request('POST', `/api/projects/${c.t.projectId}/feature_flags/`, {
+      body: { key: 'sys-seen', filters: { groups: [{ properties: [{ key: 'seen', type: 'person', operator: 'exact', value: ['cp_down'] }], rollout_percentage: 100 }] } },
+    });
+    assert.equal(flag.status, 201, flag.text);
+    await waitReady(node.url);
+    await waitFor('sys-seen on the node', async () => (await post(`${node.url}/flags?v=2`, { api_key: c.t.projectKey, distinct_id: 'user-0-0' })).body?.flags?.['sys-seen']?.enabled === false);
+    await c.restartControlPlane({ down: true });
+    const uuids = await captureBatches(c, node.url, 10, 10, 'cp_down');
+    await node.kill('SIGKILL');
+    await c.startControlPlane(); // a new control plane process on the same database and ports
+    node = await spawnNode(c, dir);
+    procs.push(node);
+    await waitForEventsOnce(c.t, uuids);
+    assert.equal(await eventCount(c, 'sys_cp_down'), uuids.length);
+    // The persons they $set reach the restarted node.
+    await waitFor('person on the restarted node', async () => {
+      const r = await post(`${node.url}/flags?v=2`, { api_key: c.t.projectKey, distinct_id: 'user-0-0' });
+      return r.status === 200 && r.body.flags['sys-seen'].enabled === true;
+    }, { timeoutMs: 30_000 });
+  } finally {
+    for (const p of procs) await p.kill('SIGKILL');
+    await c.close();
+  }
+});

@@ -210,3 +210,28 @@ test('changes made while gRPC is down reach running and restarted nodes once it 
     await c.close();
   }
 });
+
+test('a whole control plane restarted on the same database: nodes resume and follow later changes', async () => {
+  const c = await startCluster();
+  try {
+    const a = await c.startNode(c.tempDir());
+    const b = await c.startNode(c.tempDir());
+    const { emailFlag } = await createFlags(c);
+    for (const n of [a, b]) {
+      await waitReady(n.http.url);
+      await waitForVersion(c, n.http.url, 'sys-email', emailFlag.version);
+    }
+    const before = await answers(c, a.http.url);
+    await c.restartControlPlane({ down: true });
+    assert.deepEqual(await answers(c, b.http.url), before);
+    await c.startControlPlane(); // migrations and bootstrap again, same ports
+    const patch = await c.t.request('PATCH', `/api/projects/${c.t.projectId}/feature_flags/${emailFlag.id}/`, { body: { name: 'after the restart', rollout_percentage: 100 } });
+    assert.equal(patch.status, 200, patch.text);
+    for (const n of [a, b]) await waitForVersion(c, n.http.url, 'sys-email', patch.body.version);
+    const list = await c.t.request('GET', `/api/projects/${c.t.projectId}/feature_flags/`);
+    assert.equal(list.body.count, 3, 'bootstrap did not duplicate anything visible');
+    assert.deepEqual(await answers(c, a.http.url), await answers(c, b.http.url));
+  } finally {
+    await c.close();
+  }
+});

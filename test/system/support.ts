@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import type { Config } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { startGrpcServer, type GrpcServer } from '../../src/control-plane/grpc/server.js';
+import { startControlPlane, type ControlPlane } from '../../src/control-plane/index.js';
 import { startNodeService, type NodeService } from '../../src/eval-node/service.js';
 import { startTestControlPlane, type TestControlPlane } from '../support/control-plane.js';
 import { freePort } from '../support/ports.js';
@@ -34,6 +35,13 @@ export interface SystemCluster {
   stopGrpc(): Promise<void>;
   /** Starts gRPC again on the same port and database. */
   startGrpc(): Promise<void>;
+  /**
+   * Stops the whole control plane (HTTP, gRPC, its Postgres pool) and, unless `down` is true,
+   * starts a new one on the same database and ports (migrations and bootstrap run again).
+   */
+  restartControlPlane(opts?: { down?: boolean }): Promise<void>;
+  /** Starts the control plane stopped by `restartControlPlane({ down: true })`. */
+  startControlPlane(): Promise<void>;
   /** A node's config: its own data dir, a free flags port, this control plane. */
   nodeConfig(dataDir: string, overrides?: Partial<Config>): Config;
   /** A new temporary directory, removed on close. */
@@ -45,8 +53,10 @@ export interface SystemCluster {
 
 export async function startCluster(overrides: Partial<Config> = {}): Promise<SystemCluster> {
   const grpcPort = await freePort();
-  const t = await startTestControlPlane({ grpcPort, ...overrides });
+  const apiPort = await freePort();
+  const t = await startTestControlPlane({ grpcPort, apiPort, ...overrides });
   let grpc: GrpcServer | null = null; // a restarted server (the control plane's own is t.cp.grpc)
+  let second: ControlPlane | null = null; // a control plane started again on the same database
   let ownStopped = false;
   const dirs: string[] = [];
   const nodes = new Set<NodeService>();
@@ -61,6 +71,19 @@ export async function startCluster(overrides: Partial<Config> = {}): Promise<Sys
       assert.equal(grpc, null, 'gRPC already restarted');
       assert.ok(ownStopped, 'the control plane gRPC is still running');
       grpc = await startGrpcServer({ sql: t.db.sql, config: t.config, log });
+    },
+    async restartControlPlane(opts = {}) {
+      await grpc?.close();
+      grpc = null;
+      ownStopped = true;
+      await t.cp.close();
+      await second?.close();
+      second = null;
+      if (!opts.down) await c.startControlPlane();
+    },
+    async startControlPlane() {
+      assert.equal(second, null, 'a second control plane is running');
+      second = await startControlPlane(t.config, log, t.db.url);
     },
     nodeConfig(dataDir, o = {}) {
       return { ...t.config, dataDir, flagsPort: 0, controlPlane: c.controlPlane, clusterToken: t.config.clusterToken, ...o };
@@ -80,6 +103,7 @@ export async function startCluster(overrides: Partial<Config> = {}): Promise<Sys
     async close() {
       for (const n of [...nodes]) await n.close().catch(() => {});
       await grpc?.close().catch(() => {});
+      await second?.close().catch(() => {});
       await t.close();
       for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
     },
