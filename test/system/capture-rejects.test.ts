@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import zlib from 'node:zlib';
 import { randomUUID } from 'node:crypto';
+import { waitFor } from '../support/wait.js';
 import { eventCounts, post, startCluster, waitForEventsOnce, waitReady, type SystemCluster } from './support.js';
 
 function events(n: number, label: string, extra: Record<string, unknown> = {}): { uuids: string[]; batch: Record<string, unknown>[] } {
@@ -116,6 +117,41 @@ test('a large batch the node accepts is delivered, and events after it are not h
     await waitForEventsOnce(c.t, r.status === 200 ? [...big.uuids, ...after.uuids] : after.uuids, 30_000);
     if (r.status === 413) assert.equal((await eventCounts(c.t, big.uuids)).size, 0);
     assert.equal((await eventCounts(c.t, [...withHuge.uuids, ...gzHuge.uuids])).size, 0, 'nothing of the refused requests');
+  } finally {
+    await c.close();
+  }
+});
+
+test('a full outbox refuses requests whole with 503 until it drains; accepted events arrive once', async () => {
+  const c = await startCluster();
+  try {
+    const node = await c.startNode(c.tempDir(), { maxOutboxBytes: 1024 * 1024 });
+    const url = `${node.http.url}/batch/`;
+    await waitReady(node.http.url);
+    await c.stopGrpc();
+    const accepted: string[] = [];
+    const refused: string[] = [];
+    for (let i = 0; i < 12 && refused.length === 0; i++) {
+      const e = events(10, 'fill', { pad: 'f'.repeat(15 * 1024) }); // ~150 KiB a request
+      const r = await post(url, { api_key: c.t.projectKey, batch: e.batch });
+      if (r.status === 200) accepted.push(...e.uuids);
+      else {
+        assert.equal(r.status, 503, r.text);
+        assert.equal(r.body.code, 'outbox_full');
+        refused.push(...e.uuids);
+      }
+    }
+    assert.ok(refused.length > 0, 'the outbox filled up');
+    assert.ok(accepted.length > 0);
+    await c.startGrpc();
+    await waitForEventsOnce(c.t, accepted);
+    const more = events(5, 'after_full');
+    await waitFor('outbox drained', () => node.capture.outbox.entries === 0, { timeoutMs: 30_000 });
+    const r = await post(url, { api_key: c.t.projectKey, batch: more.batch });
+    assert.equal(r.status, 200, r.text);
+    await waitForEventsOnce(c.t, more.uuids);
+    assert.equal((await eventCounts(c.t, refused)).size, 0);
+    assert.equal(await totalEvents(c), accepted.length + more.uuids.length);
   } finally {
     await c.close();
   }
