@@ -170,3 +170,38 @@ test('$identify on one node merges an anonymous person captured on another; both
     await c.close();
   }
 });
+
+test('$groupidentify through capture: a group flag matches stored group properties on every node', async () => {
+  const c = await startCluster();
+  let ph: PostHog | null = null;
+  try {
+    const a = await c.startNode(c.tempDir());
+    const b = await c.startNode(c.tempDir());
+    for (const n of [a, b]) await waitReady(n.http.url);
+    ph = client(c, a.http.url);
+    ph.groupIdentify({ groupType: 'organization', groupKey: 'acme', properties: { size: 50, tier: 'gold' } });
+    ph.groupIdentify({ groupType: 'organization', groupKey: 'tiny', properties: { size: 2, tier: 'gold' } });
+    await ph.flush();
+    await waitFor('group type mapping', async () => (await c.t.db.sql`SELECT 1 FROM group_type_mappings WHERE project_id = ${c.t.projectId} AND group_type = 'organization'`).length === 1);
+    await createFlag(c, { key: 'sys-big-org', filters: { aggregation_group_type_index: 0, groups: [{ properties: [
+      { key: 'size', type: 'group', group_type_index: 0, operator: 'gt', value: '10' },
+      { key: 'tier', type: 'group', group_type_index: 0, operator: 'exact', value: ['gold'] },
+    ], rollout_percentage: 100 }] } });
+    for (const n of [a, b]) {
+      await waitForFlag(c, n.http.url, 'sys-big-org');
+      await waitFor(`acme matching on ${n.http.url}`, async () => {
+        const r = await flags(n.http.url, c.t.projectKey, 'someone', { groups: { organization: 'acme' } });
+        return r.status === 200 && r.body.flags['sys-big-org'].enabled === true;
+      }, { timeoutMs: 30_000, intervalMs: 25 });
+      const tiny = await flags(n.http.url, c.t.projectKey, 'someone', { groups: { organization: 'tiny' } });
+      assert.equal(tiny.body.flags['sys-big-org'].enabled, false);
+      const none = await flags(n.http.url, c.t.projectKey, 'someone');
+      assert.equal(none.body.flags['sys-big-org'].enabled, false);
+      const overridden = await flags(n.http.url, c.t.projectKey, 'someone', { groups: { organization: 'tiny' }, group_properties: { organization: { size: 99 } } });
+      assert.equal(overridden.body.flags['sys-big-org'].enabled, true, 'request group properties override stored ones');
+    }
+  } finally {
+    await ph?.shutdown().catch(() => {});
+    await c.close();
+  }
+});
