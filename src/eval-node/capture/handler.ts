@@ -8,7 +8,9 @@
  * optional. Answers: 200 `{"status": 1}` once every event of the request is in the outbox;
  * 400 for undecodable payloads or any invalid event (nothing is stored: no partial acceptance);
  * 413 `event_too_big` when one event is over {@link MAX_EVENT_BYTES} (the whole request);
- * 401 for a missing, inconsistent, malformed or unknown project token; 503 `outbox_full` when
+ * 401 for a missing, inconsistent, malformed or unknown project token, except that before the
+ * node's first complete snapshot (`store.ready()` false) a token it cannot look up yet gets
+ * 503 `not_ready` (retry) like /flags, not a 401 that makes clients drop the events; 503 `outbox_full` when
  * the outbox is at `config.maxOutboxBytes`; 404 for other paths. Error bodies are PostHog's
  * `{type, code, detail, attr}` with capture-rs's messages as `detail`.
  */
@@ -23,6 +25,8 @@ import { OutboxFullError } from './outbox.js';
 export interface CaptureStore {
   /** Project id of a project API key (`phc_…`), or null when unknown. */
   projectIdForToken(token: string): number | null | Promise<number | null>;
+  /** False until the node holds a complete snapshot (unknown tokens may be valid); absent = ready. */
+  ready?(): boolean;
   /** Stores events durably; resolves when they are on disk. @throws OutboxFullError. */
   append(events: CapturedEvent[]): Promise<void>;
 }
@@ -71,7 +75,10 @@ export async function handleCapture(path: string, query: URLSearchParams | strin
     throw e;
   }
   const projectId = await store.projectIdForToken(parsed.token);
-  if (projectId === null) return fail(errors.invalidToken('invalid_token', 'API key is not valid: unknown project token'));
+  if (projectId === null) {
+    if (store.ready && !store.ready()) return fail(errors.unavailable('not_ready', 'This node has not loaded its definitions yet; retry shortly.'));
+    return fail(errors.invalidToken('invalid_token', 'API key is not valid: unknown project token'));
+  }
   const events: CapturedEvent[] = parsed.events.map((e) => ({ ...e, project_id: projectId }));
   for (const e of events) {
     if (Buffer.byteLength(JSON.stringify(e)) > MAX_EVENT_BYTES) {

@@ -135,3 +135,15 @@ test('an event over MAX_EVENT_BYTES refuses the whole request with 413 event_too
   const ok = await handleCapture('/batch/', '', JSON_HEADERS, json({ api_key: TOKEN, batch: [{ ...big, properties: { pad: 'p'.repeat(MAX_EVENT_BYTES - 1024) } }] }), s, NOW);
   assert.equal(ok.status, 200);
 });
+
+test('before the first snapshot an unknown token answers 503 not_ready (retry), after it 401', async () => {
+  let ready = false;
+  const stored: CapturedEvent[][] = [];
+  const s: CaptureStore = { projectIdForToken: () => null, ready: () => ready, append: async (e) => { stored.push(e); } };
+  const r = await handleCapture('/i/v0/e/', '', JSON_HEADERS, json(one), s, NOW);
+  assert.equal(r.status, 503);
+  assert.equal((r.body as { code: string }).code, 'not_ready');
+  ready = true;
+  assert.equal((await handleCapture('/i/v0/e/', '', JSON_HEADERS, json(one), s, NOW)).status, 401);
+  assert.equal(stored.length, 0);
+});
