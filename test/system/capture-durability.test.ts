@@ -150,3 +150,27 @@ test('a whole control plane down: a child node SIGKILLed with events in its outb
     await c.close();
   }
 });
+
+test('a node that has never reached the control plane asks clients to retry capture (503), then accepts once synced', async () => {
+  const c = await startCluster();
+  try {
+    await c.stopGrpc();
+    const node = await c.startNode(c.tempDir()); // empty data dir: no snapshot, no project tokens yet
+    const first = randomUUID();
+    const body = { api_key: c.t.projectKey, batch: [{ event: 'sys_early_bird', distinct_id: 'x', uuid: first }] };
+    const f = await post(`${node.http.url}/flags?v=2`, { api_key: c.t.projectKey, distinct_id: 'x' });
+    assert.equal(f.status, 503, f.text);
+    const r = await post(`${node.http.url}/batch/`, body);
+    assert.equal(r.status, 503, `a valid token is not refused for good before the first snapshot: ${r.status} ${r.text}`);
+    assert.equal(r.body.code, 'not_ready');
+    await c.startGrpc();
+    await waitReady(node.http.url);
+    const again = await post(`${node.http.url}/batch/`, body); // the client's retry
+    assert.equal(again.status, 200, again.text);
+    await waitForEventsOnce(c.t, [first]);
+    const unknown = await post(`${node.http.url}/batch/`, { ...body, api_key: 'phc_unknown_project_token_000000000000' });
+    assert.equal(unknown.status, 401, 'an unknown token once synced');
+  } finally {
+    await c.close();
+  }
+});
