@@ -52,7 +52,7 @@ export async function startNodeService(config: Config, log: Logger): Promise<Nod
     throw e;
   }
   try {
-    http = await startNodeHttp({ config, log, store: node.store, sync: node.sync, capture: capture.handler });
+    http = await startNodeHttp({ config, log, store: node.store, sync: node.sync, capture: capture.handler, captureAppend: capture.append });
   } catch (e) {
     await capture.close();
     ingestClient.close();

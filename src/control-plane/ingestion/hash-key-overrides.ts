@@ -21,23 +21,35 @@ export async function writeHashKeyOverrides(sql: Sql, projectId: number, distinc
   return sql.begin(async (tx) => {
     await lockProjects(tx, [projectId]);
     const changes = new ChangeSet();
-    const rows = await tx<{ uuid: string; feature_flag_key: string }[]>`
-      WITH people AS (
-        SELECT DISTINCT p.id, p.uuid FROM person_distinct_ids d JOIN persons p ON p.id = d.person_id
-        WHERE d.project_id = ${projectId} AND d.distinct_id = ANY(${[...distinctIds]}::text[])
-      ), ins AS (
-        INSERT INTO feature_flag_hash_key_overrides (project_id, person_id, feature_flag_key, hash_key)
-        SELECT ${projectId}, people.id, k, ${hashKey} FROM people, unnest(${[...new Set(flagKeys)]}::text[]) AS k
-        ON CONFLICT DO NOTHING
-        RETURNING person_id, feature_flag_key
-      )
-      SELECT people.uuid, ins.feature_flag_key FROM ins JOIN people ON people.id = ins.person_id`;
-    for (const r of rows) {
-      changes.overrideUpserted({ project_id: projectId, person_id: r.uuid, feature_flag_key: r.feature_flag_key, hash_key: hashKey });
-    }
+    const n = await writeHashKeyOverridesTx(tx, changes, projectId, distinctIds, flagKeys, hashKey);
     await changes.flush(tx);
-    return rows.length;
+    return n;
   }) as Promise<number>;
+}
+
+/**
+ * {@link writeHashKeyOverrides} inside a caller's transaction (the project lock held by the
+ * caller), collecting its change-log entries into `changes`: ingestion applies hash-key override
+ * records (override-records.ts) this way, in the batch's transaction. @returns rows inserted.
+ */
+export async function writeHashKeyOverridesTx(tx: Tx, changes: ChangeSet, projectId: number, distinctIds: readonly string[],
+  flagKeys: readonly string[], hashKey: string): Promise<number> {
+  if (distinctIds.length === 0 || flagKeys.length === 0) return 0;
+  const rows = await tx<{ uuid: string; feature_flag_key: string }[]>`
+    WITH people AS (
+      SELECT DISTINCT p.id, p.uuid FROM person_distinct_ids d JOIN persons p ON p.id = d.person_id
+      WHERE d.project_id = ${projectId} AND d.distinct_id = ANY(${[...distinctIds]}::text[])
+    ), ins AS (
+      INSERT INTO feature_flag_hash_key_overrides (project_id, person_id, feature_flag_key, hash_key)
+      SELECT ${projectId}, people.id, k, ${hashKey} FROM people, unnest(${[...new Set(flagKeys)]}::text[]) AS k
+      ON CONFLICT DO NOTHING
+      RETURNING person_id, feature_flag_key
+    )
+    SELECT people.uuid, ins.feature_flag_key FROM ins JOIN people ON people.id = ins.person_id`;
+  for (const r of rows) {
+    changes.overrideUpserted({ project_id: projectId, person_id: r.uuid, feature_flag_key: r.feature_flag_key, hash_key: hashKey });
+  }
+  return rows.length;
 }
 
 /**

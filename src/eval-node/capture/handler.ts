@@ -11,7 +11,10 @@
  * 401 for a missing, inconsistent, malformed or unknown project token, except that before the
  * node's first complete snapshot (`store.ready()` false) a token it cannot look up yet gets
  * 503 `not_ready` (retry) like /flags, not a 401 that makes clients drop the events; 503 `outbox_full` when
- * the outbox is at `config.maxOutboxBytes`; 404 for other paths. Error bodies are PostHog's
+ * the outbox is at `config.maxOutboxBytes`; 404 for other paths. The internal event name
+ * `$feature_flag_hash_key_override` (control-plane/ingestion/override-records.ts) is refused with
+ * 400 `reserved_event_name`: such records come only from the node's own /flags path
+ * (http/continuity.ts), which appends them with the `$internal` marker no client event carries. Error bodies are PostHog's
  * `{type, code, detail, attr}` with capture-rs's messages as `detail`.
  */
 import type { IncomingHttpHeaders } from 'node:http';
@@ -20,6 +23,7 @@ import type { CapturedEvent } from '../../control-plane/ingestion/types.js';
 import { CaptureDecodeError, decodeCaptureBody } from './decode.js';
 import { CaptureRequestError, parseCapturePayload } from './events.js';
 import { OutboxFullError } from './outbox.js';
+import { HASH_KEY_OVERRIDE_EVENT } from '../../control-plane/ingestion/override-records.js';
 
 /** What capture needs from the node: project lookup by API token, and the outbox. */
 export interface CaptureStore {
@@ -73,6 +77,9 @@ export async function handleCapture(path: string, query: URLSearchParams | strin
       return fail(errors.badRequest(e.code, e.message));
     }
     throw e;
+  }
+  if (parsed.events.some((e) => e.event === HASH_KEY_OVERRIDE_EVENT)) {
+    return fail(errors.badRequest('reserved_event_name', `event name ${HASH_KEY_OVERRIDE_EVENT} is reserved for internal use`));
   }
   const projectId = await store.projectIdForToken(parsed.token);
   if (projectId === null) {

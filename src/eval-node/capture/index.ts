@@ -12,13 +12,14 @@
  *   projectIdForToken: (t) => store.projectByToken(t)?.id ?? null,
  *   openStream: () => client.Ingest(clusterTokenMetadata(config.clusterToken!)),
  * });
- * startNodeHttp({ ..., capture: capture.handler });   // and capture.close() on shutdown
+ * startNodeHttp({ ..., capture: capture.handler, captureAppend: capture.append });   // and capture.close() on shutdown
  * ```
  */
 import path from 'node:path';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
+import type { CapturedEvent } from '../../control-plane/ingestion/types.js';
 import { handleCapture, type CaptureReply } from './handler.js';
 import { Outbox } from './outbox.js';
 import { Shipper, type IngestClientCall } from './shipper.js';
@@ -46,6 +47,11 @@ export interface CaptureOptions {
 export interface CaptureService {
   /** Handles one capture request (never rejects for client errors). */
   handler(path: string, query: string, headers: IncomingHttpHeaders, body: Buffer): Promise<CaptureReply>;
+  /**
+   * Appends records the node itself produces (e.g. hash-key override records of /flags,
+   * http/continuity.ts) to the outbox, durably, and wakes the shipper. @throws OutboxFullError.
+   */
+  append(events: CapturedEvent[]): Promise<void>;
   outbox: Outbox;
   shipper: Shipper;
   /** Stops shipping and closes the outbox (stored events stay for the next start). */
@@ -68,6 +74,7 @@ export function startCapture(opts: CaptureOptions): CaptureService {
   let closing: Promise<void> | null = null;
   return {
     handler: (p, q, h, b) => handleCapture(p, q, h, b, store),
+    append: (events) => store.append(events),
     outbox,
     shipper,
     close() {

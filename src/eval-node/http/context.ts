@@ -8,6 +8,7 @@ import type { Evaluator } from '../pool/index.js';
 import type { Metrics } from './metrics.js';
 import type { FlagUsage } from './usage.js';
 import type { DefinitionsFeedCache } from '../../feed/definitions-feed.js';
+import type { ContinuityRecorder } from './continuity.js';
 
 /** Sync state as the node's sync client reports it (all fields optional). */
 export interface SyncState {
@@ -31,4 +32,6 @@ export interface NodeHttpContext {
   /** Whether a project's flags read `$geoip_*` properties at all (FlagsEngine.needsGeoip of the IO thread's engine). */
   needsGeoip(projectId: number): boolean;
   syncState?: () => SyncState | undefined;
+  /** Experience-continuity override records of /flags (continuity.ts); absent without a capture service. */
+  continuity?: ContinuityRecorder;
 }

@@ -104,8 +104,9 @@ function handleBody(ctx: NodeHttpContext, ex: Exchange, endpoint: 'flags' | 'dec
   };
   ex.stage = 'evaluate';
   const answer = ctx.evaluator.evaluate(job);
-  if (typeof answer === 'string' || answer === null) return deliver(ctx, ex, answer);
-  answer.then((a) => deliver(ctx, ex, a), (e: unknown) => fail(ctx, ex, e));
+  if (typeof answer === 'string' || answer === null) deliver(ctx, ex, answer);
+  else answer.then((a) => deliver(ctx, ex, a), (e: unknown) => fail(ctx, ex, e));
+  ctx.continuity?.afterFlags(job); // experience continuity: override record, best effort (continuity.ts)
 }
 
 /**

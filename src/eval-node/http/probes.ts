@@ -31,7 +31,7 @@ export function metricsHandler(ctx: NodeHttpContext): (res: HttpResponse, req: H
       sync: ctx.syncState,
       poolQueueSize: () => ctx.evaluator.queueSize(),
       poolMode: ctx.evaluator.mode,
-    });
+    }) + (ctx.continuity?.renderMetrics() ?? '');
     ex.send(200, text, undefined, 'text/plain; version=0.0.4');
   };
 }

@@ -21,6 +21,8 @@ import { Metrics } from './metrics.js';
 import { registerRoutes } from './routes.js';
 import type { CaptureHandler } from './capture-routes.js';
 import { FlagUsage } from './usage.js';
+import { ContinuityRecorder } from './continuity.js';
+import type { CapturedEvent } from '../../control-plane/ingestion/types.js';
 
 export type { SyncState, CaptureHandler };
 export { FlagUsage };
@@ -38,6 +40,11 @@ export interface NodeHttpOptions {
   storePath?: string;
   /** Capture endpoints (`/i/v0/e/`, `/batch/`, …): served only when given (capture-routes.ts). */
   capture?: CaptureHandler;
+  /**
+   * Durable append to the capture outbox (CaptureService.append): enables the experience-
+   * continuity override records of /flags (continuity.ts). Without it they are not written.
+   */
+  captureAppend?: (events: CapturedEvent[]) => Promise<void>;
   /** Port override (default `config.flagsPort`). */
   port?: number;
 }
@@ -50,6 +57,8 @@ export interface NodeHttp {
   /** Per-organization /flags request counts (read and reset with `takeUsage()`). */
   usage: FlagUsage;
   metrics: Metrics;
+  /** Experience-continuity override records (counters), when a capture append was given. */
+  continuity?: ContinuityRecorder;
   /** 'inline' or 'pool'. */
   mode: 'inline' | 'pool';
   /** Stops listening, stops the pool and unsubscribes from the store. Open keep-alive connections end at uWS's idle timeout. */
@@ -107,6 +116,9 @@ export async function startNodeHttp(opts: NodeHttpOptions): Promise<NodeHttp> {
     geoipEnabled: bytes !== null,
     needsGeoip: (projectId) => engine.needsGeoip(projectId),
     syncState: opts.syncState ?? (opts.sync ? syncStateOf(opts.sync) : undefined),
+    continuity: opts.captureAppend === undefined ? undefined : new ContinuityRecorder({
+      store, log, append: opts.captureAppend, flagsNeeding: (projectId, req) => engine.continuityFlags(projectId, req),
+    }),
   };
   const app = uWS.App();
   registerRoutes(app, ctx, opts.capture);
@@ -125,6 +137,7 @@ export async function startNodeHttp(opts: NodeHttpOptions): Promise<NodeHttp> {
     url: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`,
     usage: ctx.usage,
     metrics: ctx.metrics,
+    continuity: ctx.continuity,
     mode: evaluator.mode,
     async close(): Promise<void> {
       if (closed) return;

@@ -114,6 +114,16 @@ export class FlagsEngine {
     return e;
   }
 
+  /**
+   * Keys of the continuity flags answered for `req` that need the hash (the core's
+   * `flagsNeedingHashKeyOverrides`), [] for projects without continuity flags. Used on the IO
+   * thread by the override-record hook (http/continuity.ts), in inline and pool modes.
+   */
+  continuityFlags(projectId: number, req: FlagsJob['request']): string[] {
+    const e = this.entry(projectId);
+    return e.hasContinuity ? flagsNeedingHashKeyOverrides(e.compiled, req) : [];
+  }
+
   /** Definitions revision the engine evaluates `projectId` at (compiling if needed). */
   revisionOf(projectId: number): number {
     return this.entry(projectId).revision;
@@ -146,8 +156,8 @@ export class FlagsEngine {
    * (persons captured through ingestion, looked up by distinct id) unless the request asked for
    * `only_use_override_person_properties`; the stored properties of the request's groups; and the
    * person's hash-key overrides when some answered flag needs them (the core's
-   * `flagsNeedingHashKeyOverrides`; nodes only read overrides, writing them for `$anon_distinct_id`
-   * is not done here). The core lets request
+   * `flagsNeedingHashKeyOverrides`; writing them for `$anon_distinct_id` is the IO thread's
+   * http/continuity.ts, through the capture outbox). The core lets request
    * properties override all of them. Static-cohort membership is not on nodes yet.
    */
   private stored(e: Entry, job: FlagsJob): StoredContext {

@@ -5,6 +5,7 @@ import crypto from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from '../../support/db.js';
 import { ingestEvents } from '../../../src/control-plane/ingestion/service.js';
 import { writeHashKeyOverrides } from '../../../src/control-plane/ingestion/hash-key-overrides.js';
+import { HASH_KEY_OVERRIDE_EVENT, hashKeyOverrideRecord } from '../../../src/control-plane/ingestion/override-records.js';
 
 let db: TestDatabase;
 let projectId: number;
@@ -358,4 +359,64 @@ test('values Postgres would reject are made storable instead of failing the batc
   const [big] = await db.sql<{ event: string; distinct_id: string }[]>`SELECT event, distinct_id FROM events WHERE uuid = ${events[1]!.uuid}`;
   assert.equal(big!.event.length, 200);
   assert.equal(big!.distinct_id.length, 200);
+});
+
+function overrideRecord(distinctId: string, anon: string, flagKeys: string[], project = projectId) {
+  clock += 1000;
+  return hashKeyOverrideRecord({ uuid: crypto.randomUUID(), projectId: project, distinctId, anonDistinctId: anon, flagKeys,
+    timestamp: new Date(clock).toISOString() });
+}
+async function overridesOf(distinctId: string) {
+  const p = await personOf(distinctId);
+  if (!p) return {};
+  const rows = await db.sql<{ feature_flag_key: string; hash_key: string }[]>`SELECT feature_flag_key, hash_key
+    FROM feature_flag_hash_key_overrides WHERE person_id = ${p.id}`;
+  return Object.fromEntries(rows.map((r) => [r.feature_flag_key, r.hash_key]));
+}
+
+test('hash-key override records: applied after the batch\'s persons, never stored as events or definitions', async () => {
+  const anon = 'hko-anon-1';
+  const user = 'hko-user-1';
+  const rev = await maxRevision();
+  // Record first, $identify after it in the same batch: persons are processed before records.
+  const r = await ingestEvents(db.sql, [
+    ev('$pageview', anon),
+    overrideRecord(user, anon, ['exp-a', 'exp-b']),
+    ev('$identify', user, { $anon_distinct_id: anon }),
+  ]);
+  assert.deepEqual(r, { inserted: 2, duplicates: 0, invalid: 0, overrideRecords: 1, overridesWritten: 2 });
+  assert.deepEqual(await overridesOf(user), { 'exp-a': anon, 'exp-b': anon });
+  assert.equal((await overridesOf(anon))['exp-a'], anon, 'same person');
+  const [{ n }] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM events WHERE event = ${HASH_KEY_OVERRIDE_EVENT}`;
+  assert.equal(n, 0);
+  const defs = await db.sql`SELECT 1 FROM event_definitions WHERE name = ${HASH_KEY_OVERRIDE_EVENT}`;
+  assert.equal(defs.length, 0);
+  const changes = await changesSince(rev);
+  assert.equal(changes.filter((c) => c.kind === 'hash_key_override' && c.op === 'upsert').length, 2);
+
+  // Redelivery and a later record change nothing: where missing only, first writer wins.
+  const again = await ingestEvents(db.sql, [overrideRecord(user, anon, ['exp-a']), overrideRecord(user, 'other', ['exp-a', 'exp-c'])]);
+  assert.deepEqual(again, { inserted: 0, duplicates: 0, invalid: 0, overrideRecords: 2, overridesWritten: 1 });
+  assert.deepEqual(await overridesOf(user), { 'exp-a': anon, 'exp-b': anon, 'exp-c': 'other' });
+});
+
+test('hash-key override records: unmarked, malformed or of unknown projects are invalid; no person, no row', async () => {
+  const anon = 'hko-anon-2';
+  const user = 'hko-user-2';
+  await ingestEvents(db.sql, [ev('$pageview', anon)]);
+  const unmarked = { ...overrideRecord(user, anon, ['exp-a']) } as Record<string, unknown>;
+  delete unmarked.$internal;
+  const badKeys = overrideRecord(user, anon, ['exp-a']);
+  (badKeys.properties as Record<string, unknown>).flag_keys = 'exp-a';
+  const tooMany = overrideRecord(user, anon, ['exp-a']);
+  (tooMany.properties as Record<string, unknown>).distinct_ids = [user, anon, 'third'];
+  const r = await ingestEvents(db.sql, [unmarked, badKeys, tooMany, overrideRecord(user, anon, ['exp-a'], 987654)]);
+  assert.deepEqual(r, { inserted: 0, duplicates: 0, invalid: 4 });
+  assert.deepEqual(await overridesOf(anon), {});
+  // Neither person exists: nothing to write (PostHog writes for existing persons only).
+  const none = await ingestEvents(db.sql, [overrideRecord('hko-nobody', 'hko-nobody-anon', ['exp-a'])]);
+  assert.deepEqual(none, { inserted: 0, duplicates: 0, invalid: 0, overrideRecords: 1, overridesWritten: 0 });
+  // Only the anonymous person exists: it gets the override.
+  await ingestEvents(db.sql, [overrideRecord(user, anon, ['exp-a'])]);
+  assert.deepEqual(await overridesOf(anon), { 'exp-a': anon });
 });

@@ -147,3 +147,19 @@ test('before the first snapshot an unknown token answers 503 not_ready (retry), 
   assert.equal((await handleCapture('/i/v0/e/', '', JSON_HEADERS, json(one), s, NOW)).status, 401);
   assert.equal(stored.length, 0);
 });
+
+test('the internal hash-key override event name is refused (400), with or without the marker; nothing stored', async () => {
+  const { s, stored } = store();
+  const forged = { api_key: TOKEN, event: '$feature_flag_hash_key_override', distinct_id: 'u1', $internal: 'hash_key_override',
+    properties: { distinct_ids: ['u1', 'a1'], flag_keys: ['f'], hash_key: 'a1' } };
+  for (const body of [forged, [one, forged], { api_key: TOKEN, batch: [{ event: 'ok', distinct_id: 'x' }, forged] }]) {
+    const r = await handleCapture('/batch/', '', JSON_HEADERS, json(body), s, NOW);
+    assert.equal(r.status, 400);
+    assert.equal((r.body as { code: string }).code, 'reserved_event_name');
+  }
+  assert.equal(stored.length, 0);
+  // A client field named like the marker is never copied onto an event.
+  const ok = await handleCapture('/i/v0/e/', '', JSON_HEADERS, json({ ...one, $internal: 'hash_key_override' }), s, NOW);
+  assert.equal(ok.status, 200);
+  assert.equal('$internal' in stored[0]![0]!, false);
+});
