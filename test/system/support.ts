@@ -25,6 +25,11 @@ export const log = createLogger(process.env.SYS_LOG ?? 'silent');
 /** The repository's dist/ directory (this file is dist/test/system/support.js). */
 const distDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
+/**
+ * SYS_EVAL_THREADS=<n> runs the in-process nodes with n evaluation worker threads (pool mode),
+ * e.g. `SYS_EVAL_THREADS=2 node dist/test/run.js test/system`.
+ */
+
 /** A control plane whose gRPC server can be stopped and started again on the same port. */
 export interface SystemCluster {
   t: TestControlPlane;
@@ -59,6 +64,7 @@ export async function startCluster(overrides: Partial<Config> = {}): Promise<Sys
   let second: ControlPlane | null = null; // a control plane started again on the same database
   let ownStopped = false;
   const dirs: string[] = [];
+  const evalThreads = Number(process.env.SYS_EVAL_THREADS ?? t.config.evalThreads);
   const nodes = new Set<NodeService>();
   const c: SystemCluster = {
     t, grpcPort, controlPlane: `127.0.0.1:${grpcPort}`,
@@ -86,7 +92,7 @@ export async function startCluster(overrides: Partial<Config> = {}): Promise<Sys
       second = await startControlPlane(t.config, log, t.db.url);
     },
     nodeConfig(dataDir, o = {}) {
-      return { ...t.config, dataDir, flagsPort: 0, controlPlane: c.controlPlane, clusterToken: t.config.clusterToken, ...o };
+      return { ...t.config, dataDir, flagsPort: 0, controlPlane: c.controlPlane, clusterToken: t.config.clusterToken, evalThreads, ...o };
     },
     tempDir(prefix = 'switchyard-system-') {
       const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
