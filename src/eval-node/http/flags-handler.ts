@@ -104,7 +104,8 @@ function handleBody(ctx: NodeHttpContext, ex: Exchange, endpoint: 'flags' | 'dec
   };
   ex.stage = 'evaluate';
   const answer = ctx.evaluator.evaluate(job);
-  if (typeof answer === 'string' || answer === null) return deliver(ctx, ex, answer);
+  // Inline answers (string, bytes or null) are sent synchronously: bytes live in a reused buffer.
+  if (!(answer instanceof Promise)) return deliver(ctx, ex, answer);
   answer.then((a) => deliver(ctx, ex, a), (e: unknown) => fail(ctx, ex, e));
 }
 

@@ -17,7 +17,7 @@ import {
 import type { NodeStore, ProjectDefinitions } from '../store/lmdb.js';
 import { fillGeoip, type Geoip } from '../geoip/index.js';
 import type { FlagsJob, JobAnswer } from './job.js';
-import { EMPTY_RESULT, serializeResult } from './respond.js';
+import { EMPTY_RESULT, serializeResult, serializeResultBytes } from './respond.js';
 
 /** The part of the node store the engine reads. */
 export type EngineStore = Pick<NodeStore, 'definitions' | 'project' | 'personByDistinctId' | 'group' | 'hashKeyOverrides'>;
@@ -123,7 +123,19 @@ export class FlagsEngine {
    * Runs one job through filter → properties → evaluate → serialize. Returns null (and never
    * throws) when something unexpected failed; the caller answers 500.
    */
-  run(job: FlagsJob, nowMs: number = Date.now()): JobAnswer {
+  run(job: FlagsJob, nowMs: number = Date.now()): string | null {
+    return this.runAs(job, nowMs, false) as string | null;
+  }
+
+  /**
+   * {@link run} for the IO thread: the hot shape comes back as bytes in a reused buffer (see
+   * respond.ts `flagsV2Bytes`), valid until the next call; the caller sends it at once.
+   */
+  runBytes(job: FlagsJob, nowMs: number = Date.now()): JobAnswer {
+    return this.runAs(job, nowMs, true);
+  }
+
+  private runAs(job: FlagsJob, nowMs: number, bytes: boolean): JobAnswer {
     try {
       const e = this.entry(job.projectId);
       let result = EMPTY_RESULT;
@@ -133,9 +145,8 @@ export class FlagsEngine {
         const req = this.properties(job);
         result = evaluateFlags(e.compiled, req, this.stored(e, job), nowMs);
       }
-      return serializeResult(result, {
-        shape: job.shape, config: job.config, requestId: job.requestId, evaluatedAt: nowMs, hasFeatureFlags: e.hasFeatureFlags,
-      });
+      const opts = { shape: job.shape, config: job.config, requestId: job.requestId, evaluatedAt: nowMs, hasFeatureFlags: e.hasFeatureFlags };
+      return bytes ? serializeResultBytes(result, opts) : serializeResult(result, opts);
     } catch {
       return null;
     }

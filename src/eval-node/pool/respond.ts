@@ -103,6 +103,8 @@ interface CachedMember {
   enabled: boolean;
   variant: string | null;
   json: string;
+  /** UTF-8 of `json`, copied into the response buffer by {@link flagsV2Bytes}. */
+  bytes: Buffer;
 }
 
 /**
@@ -117,6 +119,11 @@ const MEMBERS_PER_KEY = 16;
 
 function memberJson(key: string, r: FlagResult): string {
   if (r.failed) return `${JSON.stringify(key)}:${JSON.stringify(r)}`;
+  return cachedMember(key, r).json;
+}
+
+/** The cached member of a non-failed result (built on first sight). */
+function cachedMember(key: string, r: FlagResult): CachedMember {
   let list = memberCache.get(key);
   if (list === undefined) {
     if (memberCache.size >= STRING_JSON_CAP) memberCache.clear();
@@ -125,12 +132,13 @@ function memberJson(key: string, r: FlagResult): string {
   }
   for (let i = 0; i < list.length; i++) {
     const c = list[i]!;
-    if (c.reason === r.reason && c.metadata === r.metadata && c.enabled === r.enabled && c.variant === r.variant) return c.json;
+    if (c.reason === r.reason && c.metadata === r.metadata && c.enabled === r.enabled && c.variant === r.variant) return c;
   }
   const json = `${cachedString(key)}:{"key":${cachedString(r.key)},"enabled":${r.enabled},"variant":${r.variant === null ? 'null' : cachedString(r.variant)},"reason":${cachedObject(r.reason)},"metadata":${cachedObject(r.metadata)}}`;
   if (list.length >= MEMBERS_PER_KEY) list.shift();
-  list.push({ reason: r.reason, metadata: r.metadata, enabled: r.enabled, variant: r.variant, json });
-  return json;
+  const member: CachedMember = { reason: r.reason, metadata: r.metadata, enabled: r.enabled, variant: r.variant, json, bytes: Buffer.from(json) };
+  list.push(member);
+  return member;
 }
 
 /** `JSON.stringify(toFlagsV2(result, {requestId, evaluatedAt}))`, from cached fragments. */
@@ -141,4 +149,70 @@ export function flagsV2Json(result: EvaluationResult, requestId: string, evaluat
     flags = flags === '' ? m : flags + ',' + m;
   }
   return `{"errorsWhileComputingFlags":${result.errorsWhileComputingFlags},"flags":{${flags}},"requestId":${JSON.stringify(requestId)},"evaluatedAt":${evaluatedAt}}`;
+}
+
+/*
+ * The same body as bytes, for the inline path (the IO thread hands it straight to uWS). Why: the
+ * string body was a rope of ~100 pieces that uWS had to flatten (a 12 KB copy on the V8 heap) and
+ * transcode to UTF-8 (another pass) on every `res.end`, and the 12 KB string itself was most of a
+ * request's garbage (cpu-prof: the `res.end` frame was the largest self-time entry of the node;
+ * measured before/after in the commit). Here every cached member also keeps its UTF-8 bytes, the
+ * body is assembled by memcpy (TypedArray#set) into one reused buffer, and uWS copies the view
+ * out during `res.end`. test/eval-node/http/respond.test.ts pins the bytes against flagsV2Json.
+ */
+/** Reused response buffer (grown by doubling, never shrunk; bodies beyond it are rare). */
+let scratch = Buffer.allocUnsafeSlow(64 * 1024);
+const ERRORS_FALSE = Buffer.from('{"errorsWhileComputingFlags":false,"flags":{');
+const ERRORS_TRUE = Buffer.from('{"errorsWhileComputingFlags":true,"flags":{');
+
+/** Makes room for `extra` more bytes after `used` (copying what is there). */
+function ensure(used: number, extra: number): Buffer {
+  if (used + extra <= scratch.length) return scratch;
+  const grown = Buffer.allocUnsafeSlow(Math.max(scratch.length * 2, used + extra));
+  scratch.copy(grown, 0, 0, used);
+  scratch = grown;
+  return grown;
+}
+
+/**
+ * `flagsV2Json(...)` as UTF-8 bytes, in a buffer this module reuses: the view is valid only until
+ * the next call, so the caller must hand it to uWS (which copies it) before evaluating anything else.
+ */
+export function flagsV2Bytes(result: EvaluationResult, requestId: string, evaluatedAt: number): Uint8Array {
+  const head = result.errorsWhileComputingFlags ? ERRORS_TRUE : ERRORS_FALSE;
+  let buf = ensure(0, head.length);
+  buf.set(head, 0);
+  let o = head.length;
+  let first = true;
+  for (const key in result.flags) {
+    const r = result.flags[key]!;
+    if (r.failed) {
+      // Per-request failed entries: serialized directly (rare).
+      const json = memberJson(key, r);
+      buf = ensure(o, json.length * 3 + 1);
+      if (!first) buf[o++] = 0x2c; // ','
+      o += buf.write(json, o, 'utf8');
+    } else {
+      const m = cachedMember(key, r).bytes;
+      buf = ensure(o, m.length + 1);
+      if (!first) buf[o++] = 0x2c;
+      buf.set(m, o);
+      o += m.length;
+    }
+    first = false;
+  }
+  const tail = `},"requestId":${JSON.stringify(requestId)},"evaluatedAt":${evaluatedAt}}`;
+  buf = ensure(o, tail.length * 3);
+  o += buf.write(tail, o, 'utf8');
+  return buf.subarray(0, o);
+}
+
+/**
+ * {@link serializeResult} as UTF-8 bytes: the hot shape (v2 without config) comes from
+ * {@link flagsV2Bytes} (a view into a reused buffer, valid until the next call); the other shapes
+ * are the string body.
+ */
+export function serializeResultBytes(result: EvaluationResult, opts: SerializeOptions): Uint8Array | string {
+  if (opts.shape === 'flags-v2' && !opts.config && !opts.quotaLimited) return flagsV2Bytes(result, opts.requestId, opts.evaluatedAt);
+  return serializeResult(result, opts);
 }
