@@ -10,11 +10,20 @@
  * uWebSockets.js endpoint returning a fixed 2 KB body in the same run; and what is p99 at half of
  * the measured maximum rate?
  *
- * Setup: the node's LMDB store is filled directly through its snapshot API (no control plane);
- * the server runs in this process; autocannon runs in a CHILD process so it does not share the
- * server's event loop. Loopback only; every run is bounded by its duration.
+ * Setup, as in production: a throw-away embedded Postgres (or DATABASE_URL's server) with a fresh
+ * database; a real control plane (`startControlPlane`: HTTP + gRPC) on it; the workload created
+ * through the management API — the 50 flags by `POST /api/projects/:id/feature_flags/` with the
+ * bootstrap personal API key, in the bootstrap project (whose API key is the workload's token).
+ * There is no cohort or group-type API yet, so the cohort row and the `company` group type
+ * (index 1: bootstrap maps 0 to `organization`) are inserted with the control plane's store
+ * functions (row + change-log entry in one transaction, as the real writers do). Then, per mode, a
+ * fresh node (`startNodeService`: LMDB store synced over real gRPC, HTTP, usage reporter) is
+ * started, `/_ready` awaited and one request checked for all 50 flags before load. Everything runs
+ * in this process except Postgres and the load generator: autocannon runs in a CHILD process so it
+ * does not share the server's event loop (server CPU figures include the in-process control plane,
+ * which is idle during load). Loopback only; every run is bounded by its duration.
  * Knobs (env): BENCH_DURATION_S (10), BENCH_WARMUP_S (3), BENCH_CONNECTIONS (50),
- * BENCH_POOL_THREADS (2), BENCH_MODES (`ceiling,inline,pool`).
+ * BENCH_POOL_THREADS (2), BENCH_MODES (`ceiling,inline,pool`), DATABASE_URL (use that Postgres).
  *
  * RESULTS (2026-11-21, 2 vCPU AMD EPYC, Node 20.20.2, SHARED with other busy sessions: load
  * average 3–8 during every run, so absolute figures are a fraction of a quiet machine's; the
@@ -41,12 +50,20 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import crypto from 'node:crypto';
+import net from 'node:net';
 import uWS from 'uWebSockets.js';
+import type { Logger } from 'pino';
 import { testConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
-import { openNodeStore } from '../src/eval-node/store/lmdb.js';
-import { startNodeHttp } from '../src/eval-node/http/server.js';
-import { prng, USERS, workloadBody, workloadChanges } from './flags-workload.js';
+import { startEmbeddedPostgres, type EmbeddedCluster } from '../src/control-plane/db/embedded.js';
+import { connect } from '../src/control-plane/db/connect.js';
+import { startControlPlane, type ControlPlane } from '../src/control-plane/index.js';
+import { appendChanges } from '../src/control-plane/change-log/store.js';
+import { cohortEntity, groupTypeMappingEntity, groupTypeMappingId } from '../src/control-plane/change-log/entities.js';
+import { newPersonalApiKey } from '../src/control-plane/keys/tokens.js';
+import { startNodeService } from '../src/eval-node/service.js';
+import { PAID_COHORT_FILTERS, prng, TOKEN, USERS, workloadBody, workloadFlagBodies } from './flags-workload.js';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 3);
@@ -194,16 +211,128 @@ async function measure(name: string, url: string, withHalf: boolean, baselineUrl
   return { name, max, half, halfBaseline, rssMb, cpuUsPerReq };
 }
 
+/** Returns a TCP port on 127.0.0.1 that was free a moment ago. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Group type index of `company`: bootstrap already maps index 0 to `organization`. */
+const COMPANY_INDEX = 1;
+
+/** The control plane side of the bench: Postgres, the control plane (HTTP + gRPC) and the workload in it. */
+interface World {
+  cp: ControlPlane;
+  /** `host:port` of the control plane's gRPC server (nodes sync from it). */
+  controlPlane: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a throw-away embedded Postgres (or uses DATABASE_URL's server), a control plane on a fresh
+ * database, and creates the workload: the group type and the cohort straight through the store
+ * functions (no API for them yet: row + change-log entry in one transaction, as the real writers
+ * do), then the 50 flags through `POST /api/projects/:id/feature_flags/` with the bootstrap
+ * personal API key. The project is the bootstrap project, whose API key is the workload's TOKEN.
+ */
+async function startWorld(dir: string, log: Logger): Promise<World> {
+  let cluster: EmbeddedCluster | null = null;
+  let adminUrl = process.env.DATABASE_URL;
+  if (!adminUrl) {
+    // Postgres runs as its own OS user when we are root: it must be able to enter the directory.
+    fs.chmodSync(dir, 0o777);
+    cluster = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: await freePort(), persistent: false });
+    adminUrl = cluster.adminUrl;
+  }
+  const dbName = `switchyard_bench_${crypto.randomBytes(4).toString('hex')}`;
+  const admin = connect(adminUrl, { max: 1 });
+  await admin.unsafe(`CREATE DATABASE ${dbName}`);
+  await admin.end();
+  const dbUrl = new URL(adminUrl);
+  dbUrl.pathname = `/${dbName}`;
+  const grpcPort = await freePort();
+  const personalKey = newPersonalApiKey();
+  const config = testConfig({ dataDir: path.join(dir, 'control-plane'), grpcPort, bootstrapPersonalApiKey: personalKey, bootstrapProjectApiKey: TOKEN });
+  const dropAll = async (): Promise<void> => {
+    const a = connect(adminUrl!, { max: 1 });
+    await a.unsafe(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});
+    await a.end();
+    await cluster?.stop().catch(() => {});
+  };
+  let cp: ControlPlane;
+  try {
+    cp = await startControlPlane(config, log, dbUrl.toString());
+  } catch (e) {
+    await dropAll();
+    throw e;
+  }
+  const world: World = {
+    cp,
+    controlPlane: `127.0.0.1:${grpcPort}`,
+    async close() {
+      await cp.close();
+      await dropAll();
+    },
+  };
+  try {
+    const projectId = cp.bootstrap.projectId;
+    const cohortId = await cp.sql.begin(async (tx) => {
+      const [gt] = await tx<{ project_id: number; group_type: string; group_type_index: number }[]>`
+        INSERT INTO group_type_mappings (project_id, group_type, group_type_index) VALUES (${projectId}, 'company', ${COMPANY_INDEX})
+        RETURNING project_id, group_type, group_type_index`;
+      const [c] = await tx<{ id: number; project_id: number; name: string; filters: Record<string, unknown>; is_static: boolean; deleted: boolean }[]>`
+        INSERT INTO cohorts (project_id, name, filters) VALUES (${projectId}, 'paid', ${tx.json(PAID_COHORT_FILTERS as never)})
+        RETURNING id, project_id, name, filters, is_static, deleted`;
+      await appendChanges(tx, [
+        { projectId, kind: 'group_type_mapping', entityId: groupTypeMappingId(projectId, COMPANY_INDEX), op: 'upsert', payload: groupTypeMappingEntity(gt!) },
+        { projectId, kind: 'cohort', entityId: String(c!.id), op: 'upsert', payload: cohortEntity(c!) },
+      ]);
+      return c!.id;
+    }) as number;
+    for (const body of workloadFlagBodies(cohortId, COMPANY_INDEX)) {
+      const res = await fetch(`${cp.http.url}/api/projects/${projectId}/feature_flags/`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${personalKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      if (res.status !== 201) throw new Error(`creating flag ${body.key}: ${res.status} ${await res.text()}`);
+    }
+  } catch (e) {
+    await world.close();
+    throw e;
+  }
+  return world;
+}
+
+/** Polls `url` until it answers 200 (bounded). */
+async function waitReady(url: string, timeoutMs = 30_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await fetch(url).then((r) => r.ok, () => false);
+    if (ok) return;
+    if (Date.now() > until) throw new Error(`${url} not ready after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-flags-'));
-  const storePath = path.join(dir, 'lmdb');
-  const store = openNodeStore(storePath);
+  const log = createLogger('silent');
   const rows: Row[] = [];
+  let world: World | null = null;
   try {
-    await store.beginSnapshot(1);
-    await store.stageSnapshot(workloadChanges());
-    await store.commitSnapshot(1);
-    const log = createLogger('silent');
+    const needsNode = MODES.includes('inline') || MODES.includes('pool');
+    if (needsNode) {
+      process.stderr.write('control plane: embedded Postgres, 50 flags through the management API…\n');
+      world = await startWorld(dir, log);
+    }
     let ceilingRps = 0;
     // The ceiling stays up for the whole run: it is also the latency baseline of the half-load runs.
     const ceiling = MODES.includes('ceiling') ? await startCeiling() : null;
@@ -215,15 +344,19 @@ async function main(): Promise<void> {
     }
     for (const mode of ['inline', 'pool'].filter((m) => MODES.includes(m))) {
       const threads = mode === 'inline' ? 0 : POOL_THREADS;
-      const node = await startNodeHttp({ config: testConfig({ dataDir: dir, evalThreads: threads }), log, store, storePath, port: 0 });
+      // A fresh node per mode (own LMDB), synced from the control plane over real gRPC.
+      const config = testConfig({ dataDir: path.join(dir, `node-${mode}`), controlPlane: world!.controlPlane, evalThreads: threads });
+      const service = await startNodeService(config, log);
       try {
+        const url = service.http.url;
+        await waitReady(`${url}/_ready`);
         // Fidelity check before load: all 50 flags answered.
-        const res = await fetch(`${node.url}/flags?v=2`, { method: 'POST', body: workloadBody(2), headers: { 'content-type': 'application/json' } });
+        const res = await fetch(`${url}/flags?v=2`, { method: 'POST', body: workloadBody(2), headers: { 'content-type': 'application/json' } });
         const flags = Object.keys(((await res.json()) as { flags: object }).flags);
         if (res.status !== 200 || flags.length !== 50) throw new Error(`${mode}: expected 50 flags, got ${res.status} ${flags.length}`);
-        rows.push(await measure(mode === 'inline' ? 'node inline (EVAL_THREADS=0)' : `node pool (EVAL_THREADS=${threads})`, `${node.url}/flags?v=2`, true, ceiling?.url));
+        rows.push(await measure(mode === 'inline' ? 'node inline (EVAL_THREADS=0)' : `node pool (EVAL_THREADS=${threads})`, `${url}/flags?v=2`, true, ceiling?.url));
       } finally {
-        await node.close();
+        await service.close();
       }
     }
     } finally {
@@ -231,7 +364,7 @@ async function main(): Promise<void> {
     }
     report(rows, ceilingRps);
   } finally {
-    await store.close();
+    await world?.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }
