@@ -11,7 +11,7 @@
  *   recompiles when it moved.
  */
 import {
-  compileProject, evaluateFlags, flagsNeedingHashKeyOverrides,
+  compileProject, evaluateFlags, flagsNeedingHashKeyOverrides, requestCoversGroup, requestCoversPerson, storedPropertyUse,
   type CohortDefinition, type CompiledProject, type FlagDefinition, type ProjectDefinitions as CoreDefinitions, type StoredContext,
 } from '../../evaluation/index.js';
 import type { NodeStore, ProjectDefinitions } from '../store/lmdb.js';
@@ -143,7 +143,7 @@ export class FlagsEngine {
         // filter: runtime, evaluation environments, flag_keys and survey-only selection are
         // request fields the core applies before matching (spec §4.4 rules 2–5).
         const req = this.properties(job);
-        result = evaluateFlags(e.compiled, req, this.stored(e, job), nowMs);
+        result = evaluateFlags(e.compiled, req, this.stored(e, job, req), nowMs);
       }
       const opts = { shape: job.shape, config: job.config, requestId: job.requestId, evaluatedAt: nowMs, hasFeatureFlags: e.hasFeatureFlags };
       return bytes ? serializeResultBytes(result, opts) : serializeResult(result, opts);
@@ -160,16 +160,23 @@ export class FlagsEngine {
    * `flagsNeedingHashKeyOverrides`; nodes only read overrides, writing them for `$anon_distinct_id`
    * is not done here). The core lets request
    * properties override all of them. Static-cohort membership is not on nodes yet.
+   *
+   * Reads are skipped when they cannot change an answer (the core's `storedPropertyUse`): the
+   * person when the request (after GeoIP) supplies every person property the project's filters
+   * read and no flag needs hash-key overrides; a group when the request supplies every property
+   * of that group type the filters read. `req` is the request after the GeoIP fill.
    */
-  private stored(e: Entry, job: FlagsJob): StoredContext {
-    const req = job.request;
-    const person = job.onlyOverrideProperties ? undefined : this.store.personByDistinctId(job.projectId, req.distinct_id);
+  private stored(e: Entry, job: FlagsJob, req: FlagsJob['request']): StoredContext {
+    const use = storedPropertyUse(e.compiled);
+    const skipPerson = job.onlyOverrideProperties || (!e.hasContinuity && requestCoversPerson(use, req));
+    const person = skipPerson ? undefined : this.store.personByDistinctId(job.projectId, req.distinct_id);
     let groupProperties: Record<string, Record<string, unknown>> | null = null;
     if (req.groups) {
       for (const type in req.groups) {
         const index = e.groupTypeIndex.get(type);
         const key = req.groups[type];
         if (index === undefined || (typeof key !== 'string' && typeof key !== 'number')) continue;
+        if (requestCoversGroup(use, req, type)) continue;
         const g = this.store.group(job.projectId, index, String(key));
         if (g !== undefined) (groupProperties ??= {})[type] = g.properties;
       }
