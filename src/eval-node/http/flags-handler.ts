@@ -19,7 +19,7 @@ import { EMPTY_RESULT, serializeResult } from '../pool/respond.js';
 import type { NodeHttpContext } from './context.js';
 import { decodeBody, DecodeError, parseCompression } from './decode.js';
 import {
-  evaluationRequestOf, isObject, parseFlagsQuery, shapeOf, switchesOf, tokenOf, type FlagsQuery,
+  evaluationRequestOf, flagsQueryOf, isObject, shapeOf, switchesOf, tokenOf, type FlagsQuery,
 } from './flags-request.js';
 import { Exchange, readBody } from './reply.js';
 import { nextRequestId } from './request-id.js';
@@ -27,7 +27,7 @@ import { detectRuntime, runtimeFromUserAgent, type RuntimeHeaders } from './runt
 
 /** Everything read from the uWS request synchronously (it is invalid after the handler returns). */
 interface RequestHead {
-  query: FlagsQuery;
+  query: Readonly<FlagsQuery>;
   contentType: string;
   contentEncoding: string;
   runtimeHeaders: RuntimeHeaders;
@@ -44,7 +44,7 @@ function readHead(req: HttpRequest, origin: string): RequestHead {
   const userAgent = req.getHeader('user-agent');
   const uaDecides = runtimeFromUserAgent(userAgent) !== null;
   return {
-    query: parseFlagsQuery(req.getQuery() ?? ''),
+    query: flagsQueryOf(req.getQuery() ?? ''),
     contentType: req.getHeader('content-type'),
     contentEncoding: req.getHeader('content-encoding'),
     runtimeHeaders: {
