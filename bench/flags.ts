@@ -50,6 +50,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import crypto from 'node:crypto';
 import net from 'node:net';
 import uWS from 'uWebSockets.js';
@@ -190,6 +191,8 @@ interface Row {
   rssMb: number;
   /** Server-process CPU (all threads) per answered request during the max-rate run, in µs. */
   cpuUsPerReq: number;
+  /** The server's event-loop delay during the half-load run (p99 and max, ms): tells node stalls from a starved process. */
+  halfLoopDelay?: { p99: number; max: number };
 }
 
 async function measure(name: string, url: string, withHalf: boolean, baselineUrl?: string): Promise<Row> {
@@ -202,13 +205,18 @@ async function measure(name: string, url: string, withHalf: boolean, baselineUrl
   const rssMb = process.memoryUsage().rss / 1024 / 1024;
   let half: LoadResult | undefined;
   let halfBaseline: LoadResult | undefined;
+  let halfLoopDelay: Row['halfLoopDelay'];
   if (withHalf) {
     process.stderr.write(`${name}: half load ${Math.round(max.rps / 2)} req/s for ${DURATION_S}s…\n`);
+    const delay = monitorEventLoopDelay({ resolution: 1 });
+    delay.enable();
     half = await load(url, DURATION_S, Math.max(1, Math.round(max.rps / 2)));
+    delay.disable();
+    halfLoopDelay = { p99: delay.percentile(99) / 1e6, max: delay.max / 1e6 };
     // The generator's own latency at that rate, against the bare uWS endpoint (same run).
     if (baselineUrl) halfBaseline = await load(baselineUrl, DURATION_S, Math.max(1, Math.round(max.rps / 2)));
   }
-  return { name, max, half, halfBaseline, rssMb, cpuUsPerReq };
+  return { name, max, half, halfBaseline, rssMb, cpuUsPerReq, halfLoopDelay };
 }
 
 /** Returns a TCP port on 127.0.0.1 that was free a moment ago. */
@@ -374,13 +382,14 @@ function report(rows: Row[], ceilingRps: number): void {
   console.log(`\nPOST /flags?v=2, 50 flags, ${CONNECTIONS} connections, ${DURATION_S}s after ${WARMUP_S}s warm-up; autocannon in a child process`);
   const load = os.loadavg().map((x) => x.toFixed(2)).join(' ');
   console.log(`Node ${process.version}, ${os.availableParallelism()} vCPU (${cpu}); load average at the end ${load} (other processes share the machine)\n`);
-  console.log('| run | req/s | p50 ms | p99 ms | non-2xx | RSS MB | server CPU µs/req | req/s per core (1e6/CPU µs) | vs uWS ceiling | half load: req/s, p50/p99 ms | same rate on the uWS ceiling: p50/p99 ms |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|');
+  console.log('| run | req/s | p50 ms | p99 ms | non-2xx | RSS MB | server CPU µs/req | req/s per core (1e6/CPU µs) | vs uWS ceiling | half load: req/s, p50/p99 ms | same rate on the uWS ceiling: p50/p99 ms | half load: server loop delay p99/max ms |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|');
   for (const r of rows) {
     const ratio = ceilingRps > 0 ? `${((r.max.rps / ceilingRps) * 100).toFixed(1)} %` : '–';
     const half = r.half ? `${Math.round(r.half.rps)}, ${r.half.p50}/${r.half.p99}` : '–';
     const base = r.halfBaseline ? `${r.halfBaseline.p50}/${r.halfBaseline.p99}` : '–';
-    console.log(`| ${r.name} | ${Math.round(r.max.rps)} | ${r.max.p50} | ${r.max.p99} | ${r.max.non2xx + r.max.errors} | ${r.rssMb.toFixed(0)} | ${r.cpuUsPerReq.toFixed(1)} | ${Math.round(1e6 / r.cpuUsPerReq)} | ${ratio} | ${half} | ${base} |`);
+    const delay = r.halfLoopDelay ? `${r.halfLoopDelay.p99.toFixed(1)}/${r.halfLoopDelay.max.toFixed(1)}` : '–';
+    console.log(`| ${r.name} | ${Math.round(r.max.rps)} | ${r.max.p50} | ${r.max.p99} | ${r.max.non2xx + r.max.errors} | ${r.rssMb.toFixed(0)} | ${r.cpuUsPerReq.toFixed(1)} | ${Math.round(1e6 / r.cpuUsPerReq)} | ${ratio} | ${half} | ${base} | ${delay} |`);
   }
   const inline = rows.find((r) => r.name.startsWith('node inline'));
   const pool = rows.find((r) => r.name.startsWith('node pool'));
