@@ -1,6 +1,6 @@
 /**
- * The peer workload (research/peer-benchmarks.md "The workload") as node-store entities and
- * /flags request bodies, shared by bench/flags.ts and its in-process checks: 50 flags — 20 boolean
+ * The peer workload (research/peer-benchmarks.md "The workload") as management-API flag bodies,
+ * node-store entities and /flags request bodies, shared by bench/flags.ts and its in-process checks: 50 flags — 20 boolean
  * rollouts at 10–90 % (seeded), 10 multivariate control/test-a/test-b 34/33/33, 10 email
  * `icontains "@example.com"` (PostHog has no "ends with" in posthog-node), 5 cohort
  * `plan in [pro, enterprise]`, 5 group flags (`company` group, `$group_key` in a list of 10) — for
@@ -30,8 +30,22 @@ export function prng(seed: number): () => number {
 const COMPANIES = Array.from({ length: 10 }, (_, i) => `company-${i * 7}`);
 const PLANS = ['free', 'pro', 'enterprise', 'starter'];
 
-/** The 50 workload flags as node-store entities (project 1). */
-export function workloadFlags(seed = 42): FeatureFlagEntity[] {
+/** The cohort of the `plan-NN` flags: person `plan` in [pro, enterprise] (PostHog's cohort `filters`). */
+export const PAID_COHORT_FILTERS = {
+  properties: { type: 'OR', values: [{ type: 'AND', values: [{ key: 'plan', type: 'person', operator: 'exact', value: ['pro', 'enterprise'] }] }] },
+};
+
+/**
+ * The 50 workload flags as `POST /api/projects/:id/feature_flags/` bodies (key, name, filters,
+ * active), the `plan-NN` flags naming cohort `cohortId` and the `org-NN` flags aggregating by group
+ * type index `companyIndex` (the project's `company` group type).
+ */
+export function workloadFlagBodies(cohortId: number, companyIndex: number, seed = 42): { key: string; name: string; filters: Record<string, unknown>; active: boolean }[] {
+  return workloadFlags(seed, cohortId, companyIndex).map((f) => ({ key: f.key, name: f.name, filters: f.filters, active: true }));
+}
+
+/** The 50 workload flags as node-store entities (project 1; cohort 7; `company` = group type index 0 unless given). */
+export function workloadFlags(seed = 42, cohortId = 7, companyIndex = 0): FeatureFlagEntity[] {
   const rnd = prng(seed);
   const flags: FeatureFlagEntity[] = [];
   let id = 1;
@@ -50,11 +64,11 @@ export function workloadFlags(seed = 42): FeatureFlagEntity[] {
   for (let i = 0; i < 10; i++) {
     add(`email-${pad(i)}`, { groups: [{ properties: [{ key: 'email', type: 'person', operator: 'icontains', value: '@example.com' }], rollout_percentage: 100 }] });
   }
-  for (let i = 0; i < 5; i++) add(`plan-${pad(i)}`, { groups: [{ properties: [{ key: 'id', type: 'cohort', value: 7 }], rollout_percentage: 100 }] });
+  for (let i = 0; i < 5; i++) add(`plan-${pad(i)}`, { groups: [{ properties: [{ key: 'id', type: 'cohort', value: cohortId }], rollout_percentage: 100 }] });
   for (let i = 0; i < 5; i++) {
     add(`org-${pad(i)}`, {
-      aggregation_group_type_index: 0,
-      groups: [{ properties: [{ key: '$group_key', type: 'group', group_type_index: 0, operator: 'exact', value: COMPANIES }], rollout_percentage: 100 }],
+      aggregation_group_type_index: companyIndex,
+      groups: [{ properties: [{ key: '$group_key', type: 'group', group_type_index: companyIndex, operator: 'exact', value: COMPANIES }], rollout_percentage: 100 }],
     });
   }
   return flags;
@@ -67,8 +81,7 @@ export function workloadChanges(): StoreChange[] {
     c('organization', '1', null, { id: 1, name: 'Bench', monthly_flag_requests_limit: null, quota_limited: false }),
     c('project', '1', 1, { id: 1, organization_id: 1, name: 'Bench', api_token: TOKEN, timezone: 'UTC' }),
     c('group_type_mapping', '1:0', 1, { project_id: 1, group_type: 'company', group_type_index: 0 }),
-    c('cohort', '7', 1, { id: 7, project_id: 1, name: 'paid', is_static: false, deleted: false,
-      filters: { properties: { type: 'OR', values: [{ type: 'AND', values: [{ key: 'plan', type: 'person', operator: 'exact', value: ['pro', 'enterprise'] }] }] } } }),
+    c('cohort', '7', 1, { id: 7, project_id: 1, name: 'paid', is_static: false, deleted: false, filters: PAID_COHORT_FILTERS }),
     ...workloadFlags().map((f) => c('feature_flag', String(f.id), 1, f)),
   ];
 }
