@@ -11,6 +11,8 @@ import type { StoreChange } from '../src/eval-node/store/lmdb.js';
 import type { FeatureFlagEntity } from '../src/control-plane/change-log/entities.js';
 
 /** Users requests are drawn from. */
+import type { EvaluationRequest, ProjectDefinitions } from '../src/evaluation/index.js';
+
 export const USERS = 100_000;
 /** Project API key of the bench project. */
 export const TOKEN = 'phc_benchProjectToken000000000001';
@@ -27,8 +29,10 @@ export function prng(seed: number): () => number {
   };
 }
 
-const COMPANIES = Array.from({ length: 10 }, (_, i) => `company-${i * 7}`);
-const PLANS = ['free', 'pro', 'enterprise', 'starter'];
+/** The group keys the `org-NN` flags match. */
+export const COMPANIES = Array.from({ length: 10 }, (_, i) => `company-${i * 7}`);
+/** Person `plan` of user n is PLANS[(n >> 3) % 4]. */
+export const PLANS = ['free', 'pro', 'enterprise', 'starter'];
 
 /** The cohort of the `plan-NN` flags: person `plan` in [pro, enterprise] (PostHog's cohort `filters`). */
 export const PAID_COHORT_FILTERS = {
@@ -42,6 +46,11 @@ export const PAID_COHORT_FILTERS = {
  */
 export function workloadFlagBodies(cohortId: number, companyIndex: number, seed = 42): { key: string; name: string; filters: Record<string, unknown>; active: boolean }[] {
   return workloadFlags(seed, cohortId, companyIndex).map((f) => ({ key: f.key, name: f.name, filters: f.filters, active: true }));
+}
+
+/** The workload as the local-evaluation feed: flags, group type `company` at index 0, cohort 7. */
+export function workloadDefinitions(seed = 42): ProjectDefinitions {
+  return { flags: workloadFlags(seed) as unknown as ProjectDefinitions['flags'], group_type_mapping: { 0: 'company' }, cohorts: { 7: PAID_COHORT_FILTERS.properties } };
 }
 
 /** The 50 workload flags as node-store entities (project 1; cohort 7; `company` = group type index 0 unless given). */
@@ -87,14 +96,17 @@ export function workloadChanges(): StoreChange[] {
 }
 
 /** The /flags body for user n (research/peer-benchmarks.md; sent as posthog-node sends it). */
-export function workloadBody(n: number): string {
-  return JSON.stringify({
-    token: TOKEN,
+export function workloadRequest(n: number): EvaluationRequest {
+  return {
     distinct_id: `user-${n}`,
     groups: { company: `company-${n % 100}` },
-    person_properties: { email: `user${n}${n % 2 === 0 ? '@example.com' : '@mail.test'}`, plan: PLANS[(n >> 3) % 4], company: `company-${n % 100}` },
+    person_properties: { email: `user${n}${n % 2 === 0 ? '@example.com' : '@mail.test'}`, plan: PLANS[(n >> 3) % 4]!, company: `company-${n % 100}` },
     group_properties: {},
-    geoip_disable: false,
-  });
+  };
+}
+
+/** The `POST /flags` body for user n: {@link workloadRequest} with the bench token, as posthog-node sends it. */
+export function workloadBody(n: number): string {
+  return JSON.stringify({ token: TOKEN, ...workloadRequest(n), geoip_disable: false });
 }
 
