@@ -43,6 +43,7 @@ export async function startNodeService(config: Config, log: Logger): Promise<Nod
     capture = startCapture({
       config, log,
       projectIdForToken: (token) => node.store.projectByToken(token)?.id ?? null,
+      ready: () => node.store.hasCompleteSnapshot(),
       openStream: () => ingestClient.Ingest(clusterTokenMetadata(config.clusterToken!)),
     });
   } catch (e) {

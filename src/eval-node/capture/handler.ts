@@ -7,7 +7,10 @@
  * Paths: `/i/v0/e/`, `/e/`, `/capture/`, `/batch/` (and legacy `/track/`), trailing slash
  * optional. Answers: 200 `{"status": 1}` once every event of the request is in the outbox;
  * 400 for undecodable payloads or any invalid event (nothing is stored: no partial acceptance);
- * 401 for a missing, inconsistent, malformed or unknown project token; 503 `outbox_full` when
+ * 413 `event_too_big` when one event is over {@link MAX_EVENT_BYTES} (the whole request);
+ * 401 for a missing, inconsistent, malformed or unknown project token, except that before the
+ * node's first complete snapshot (`store.ready()` false) a token it cannot look up yet gets
+ * 503 `not_ready` (retry) like /flags, not a 401 that makes clients drop the events; 503 `outbox_full` when
  * the outbox is at `config.maxOutboxBytes`; 404 for other paths. The internal event name
  * `$feature_flag_hash_key_override` (control-plane/ingestion/override-records.ts) is refused with
  * 400 `reserved_event_name`: such records come only from the node's own /flags path
@@ -15,7 +18,7 @@
  * `{type, code, detail, attr}` with capture-rs's messages as `detail`.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { errors, type ApiError } from '../../errors.js';
+import { ApiError, errors } from '../../errors.js';
 import type { CapturedEvent } from '../../control-plane/ingestion/types.js';
 import { CaptureDecodeError, decodeCaptureBody } from './decode.js';
 import { CaptureRequestError, parseCapturePayload } from './events.js';
@@ -26,6 +29,8 @@ import { HASH_KEY_OVERRIDE_EVENT } from '../../control-plane/ingestion/override-
 export interface CaptureStore {
   /** Project id of a project API key (`phc_…`), or null when unknown. */
   projectIdForToken(token: string): number | null | Promise<number | null>;
+  /** False until the node holds a complete snapshot (unknown tokens may be valid); absent = ready. */
+  ready?(): boolean;
   /** Stores events durably; resolves when they are on disk. @throws OutboxFullError. */
   append(events: CapturedEvent[]): Promise<void>;
 }
@@ -35,6 +40,13 @@ export interface CaptureReply { status: number; body: unknown }
 
 /** Normalised capture paths (no trailing slash). */
 export const CAPTURE_PATHS: ReadonlySet<string> = new Set(['/i/v0/e', '/e', '/capture', '/batch', '/track']);
+
+/**
+ * Largest event, in bytes of JSON, like capture-rs's per-event limit (413 `event_too_big`).
+ * Every event must fit one Ingest batch (shipper.ts MAX_BATCH_BYTES, under gRPC's 4 MiB
+ * message limit), or it could never be delivered and would hold up the outbox behind it.
+ */
+export const MAX_EVENT_BYTES = 1024 * 1024;
 
 /** capture-rs success body (`CaptureResponseCode::Ok` = 1). */
 const OK_BODY = Object.freeze({ status: 1 });
@@ -70,8 +82,16 @@ export async function handleCapture(path: string, query: URLSearchParams | strin
     return fail(errors.badRequest('reserved_event_name', `event name ${HASH_KEY_OVERRIDE_EVENT} is reserved for internal use`));
   }
   const projectId = await store.projectIdForToken(parsed.token);
-  if (projectId === null) return fail(errors.invalidToken('invalid_token', 'API key is not valid: unknown project token'));
+  if (projectId === null) {
+    if (store.ready && !store.ready()) return fail(errors.unavailable('not_ready', 'This node has not loaded its definitions yet; retry shortly.'));
+    return fail(errors.invalidToken('invalid_token', 'API key is not valid: unknown project token'));
+  }
   const events: CapturedEvent[] = parsed.events.map((e) => ({ ...e, project_id: projectId }));
+  for (const e of events) {
+    if (Buffer.byteLength(JSON.stringify(e)) > MAX_EVENT_BYTES) {
+      return fail(new ApiError(413, 'invalid_request', 'event_too_big', `An event is larger than ${MAX_EVENT_BYTES} bytes.`));
+    }
+  }
   try {
     await store.append(events);
   } catch (e) {

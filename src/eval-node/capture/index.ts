@@ -35,6 +35,8 @@ export interface CaptureOptions {
   log: Logger;
   /** Project id of a project API key from the node store, or null. */
   projectIdForToken(token: string): number | null;
+  /** Whether the node store holds a complete snapshot (before it, unknown tokens answer 503). */
+  ready?(): boolean;
   /** Opens a gRPC `Ingest` call to the control plane (with the cluster-token metadata). */
   openStream(): IngestClientCall;
   /** Overrides {@link captureOutboxPath} (tests). */
@@ -62,6 +64,7 @@ export function startCapture(opts: CaptureOptions): CaptureService {
   const shipper = new Shipper({ outbox, log: opts.log, openStream: opts.openStream });
   const store = {
     projectIdForToken: opts.projectIdForToken,
+    ready: opts.ready,
     async append(events: Parameters<Outbox['append']>[0]) {
       await outbox.append(events);
       shipper.notify();

@@ -5,7 +5,11 @@
  * once: a batch whose ack was lost is sent again and deduplicated by event uuid upstream.
  *
  * One batch is in flight at a time, oldest entries first, up to {@link MAX_BATCH_ENTRIES}
- * entries and {@link MAX_BATCH_BYTES} of payload. The stream stays open between batches.
+ * entries and {@link MAX_BATCH_BYTES} of payload. An entry larger than that on its own (one big
+ * capture request) is shipped as several batches of its events, each acknowledged before the
+ * next, and removed after the last: one gRPC message must stay under the server's 4 MiB limit,
+ * or the batch would fail with RESOURCE_EXHAUSTED forever and hold up every later event. The
+ * stream stays open between batches.
  * On a stream error or an ack timeout the stream is dropped and reopened after a capped,
  * jittered exponential backoff. A batch refused with INVALID_ARGUMENT can never succeed, so it
  * is dropped (logged) rather than wedging the outbox.
@@ -97,7 +101,7 @@ export class Shipper {
         continue;
       }
       try {
-        await this.ship(entries);
+        for (const part of batches(entries)) await this.ship(part.id, part.events);
         await this.opts.outbox.remove(entries);
         this.shippedBatches++;
         attempt = 0;
@@ -156,9 +160,7 @@ export class Shipper {
     call?.cancel();
   }
 
-  private ship(entries: OutboxEntry[]): Promise<void> {
-    const id = batchId(entries);
-    const events = packr.pack(entries.flatMap((e) => e.events));
+  private ship(id: string, events: Buffer): Promise<void> {
     const call = this.ensureStream();
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => this.dropStream(new Error(`no ack for batch ${id} within ${this.opts.ackTimeoutMs ?? ACK_TIMEOUT_MS} ms`)),
@@ -171,6 +173,32 @@ export class Shipper {
       call.write({ batch_id: id, events });
     });
   }
+}
+
+/**
+ * The batches shipping `entries` takes: one, unless a lone entry is over {@link MAX_BATCH_BYTES}
+ * (peek returns a first entry whatever its size); then its events split into parts of at most
+ * that size (an event larger than that alone forms its own part), with ids `<batch id>.<part>`.
+ */
+function batches(entries: readonly OutboxEntry[]): { id: string; events: Buffer }[] {
+  const id = batchId(entries);
+  if (entries.length !== 1 || entries[0]!.bytes <= MAX_BATCH_BYTES) return [{ id, events: packr.pack(entries.flatMap((e) => e.events)) }];
+  const parts: { id: string; events: Buffer }[] = [];
+  let part: unknown[] = [];
+  let size = 0;
+  const flush = () => {
+    parts.push({ id: `${id}.${parts.length}`, events: packr.pack(part) });
+    part = [];
+    size = 0;
+  };
+  for (const e of entries[0]!.events) {
+    const bytes = packr.pack(e).length;
+    if (part.length > 0 && size + bytes > MAX_BATCH_BYTES) flush();
+    part.push(e);
+    size += bytes;
+  }
+  if (part.length > 0) flush();
+  return parts;
 }
 
 /** Batch id: the first and last outbox keys (unique while the entries exist). */

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import zlib from 'node:zlib';
-import { handleCapture, type CaptureStore } from '../../../src/eval-node/capture/handler.js';
+import { handleCapture, MAX_EVENT_BYTES, type CaptureStore } from '../../../src/eval-node/capture/handler.js';
 import { OutboxFullError } from '../../../src/eval-node/capture/outbox.js';
 import { resolveTimestamp } from '../../../src/eval-node/capture/events.js';
 import type { CapturedEvent } from '../../../src/control-plane/ingestion/types.js';
@@ -121,6 +121,31 @@ test('batch sent_at applies skew correction to each event', async () => {
   await handleCapture('/batch/', '', JSON_HEADERS, json({ api_key: TOKEN, sent_at: '2026-05-01T12:00:30.000Z',
     batch: [{ event: 'a', distinct_id: 'x', timestamp: '2026-05-01T12:00:20.000Z' }] }), s, NOW);
   assert.equal(stored[0]![0]!.timestamp, '2026-05-01T11:59:50.000Z');
+});
+
+test('an event over MAX_EVENT_BYTES refuses the whole request with 413 event_too_big', async () => {
+  const { s, stored } = store();
+  const big = { event: 'big', distinct_id: 'x', properties: { pad: 'p'.repeat(MAX_EVENT_BYTES) } };
+  const r = await handleCapture('/batch/', '', JSON_HEADERS, json({ api_key: TOKEN, batch: [{ event: 'ok', distinct_id: 'x' }, big] }), s, NOW);
+  assert.equal(r.status, 413);
+  assert.equal((r.body as { code: string }).code, 'event_too_big');
+  const gz = await handleCapture('/i/v0/e/', '', JSON_HEADERS, zlib.gzipSync(json({ api_key: TOKEN, ...big })), s, NOW);
+  assert.equal(gz.status, 413);
+  assert.equal(stored.length, 0);
+  const ok = await handleCapture('/batch/', '', JSON_HEADERS, json({ api_key: TOKEN, batch: [{ ...big, properties: { pad: 'p'.repeat(MAX_EVENT_BYTES - 1024) } }] }), s, NOW);
+  assert.equal(ok.status, 200);
+});
+
+test('before the first snapshot an unknown token answers 503 not_ready (retry), after it 401', async () => {
+  let ready = false;
+  const stored: CapturedEvent[][] = [];
+  const s: CaptureStore = { projectIdForToken: () => null, ready: () => ready, append: async (e) => { stored.push(e); } };
+  const r = await handleCapture('/i/v0/e/', '', JSON_HEADERS, json(one), s, NOW);
+  assert.equal(r.status, 503);
+  assert.equal((r.body as { code: string }).code, 'not_ready');
+  ready = true;
+  assert.equal((await handleCapture('/i/v0/e/', '', JSON_HEADERS, json(one), s, NOW)).status, 401);
+  assert.equal(stored.length, 0);
 });
 
 test('the internal hash-key override event name is refused (400), with or without the marker; nothing stored', async () => {
