@@ -35,6 +35,7 @@ bench-propagation: build
 
 bench-capture: build
 	$(NODE) dist/bench/capture.js
+	$(NODE) dist/bench/capture-drain.js
 
 clean:
 	rm -rf dist

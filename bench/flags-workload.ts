@@ -1,6 +1,6 @@
 /**
- * The peer workload (research/peer-benchmarks.md "The workload") as node-store entities and
- * /flags request bodies, shared by bench/flags.ts and its in-process checks: 50 flags — 20 boolean
+ * The peer workload (research/peer-benchmarks.md "The workload") as management-API flag bodies,
+ * node-store entities and /flags request bodies, shared by bench/flags.ts and its in-process checks: 50 flags — 20 boolean
  * rollouts at 10–90 % (seeded), 10 multivariate control/test-a/test-b 34/33/33, 10 email
  * `icontains "@example.com"` (PostHog has no "ends with" in posthog-node), 5 cohort
  * `plan in [pro, enterprise]`, 5 group flags (`company` group, `$group_key` in a list of 10) — for
@@ -11,6 +11,8 @@ import type { StoreChange } from '../src/eval-node/store/lmdb.js';
 import type { FeatureFlagEntity } from '../src/control-plane/change-log/entities.js';
 
 /** Users requests are drawn from. */
+import type { EvaluationRequest, ProjectDefinitions } from '../src/evaluation/index.js';
+
 export const USERS = 100_000;
 /** Project API key of the bench project. */
 export const TOKEN = 'phc_benchProjectToken000000000001';
@@ -27,11 +29,32 @@ export function prng(seed: number): () => number {
   };
 }
 
-const COMPANIES = Array.from({ length: 10 }, (_, i) => `company-${i * 7}`);
-const PLANS = ['free', 'pro', 'enterprise', 'starter'];
+/** The group keys the `org-NN` flags match. */
+export const COMPANIES = Array.from({ length: 10 }, (_, i) => `company-${i * 7}`);
+/** Person `plan` of user n is PLANS[(n >> 3) % 4]. */
+export const PLANS = ['free', 'pro', 'enterprise', 'starter'];
 
-/** The 50 workload flags as node-store entities (project 1). */
-export function workloadFlags(seed = 42): FeatureFlagEntity[] {
+/** The cohort of the `plan-NN` flags: person `plan` in [pro, enterprise] (PostHog's cohort `filters`). */
+export const PAID_COHORT_FILTERS = {
+  properties: { type: 'OR', values: [{ type: 'AND', values: [{ key: 'plan', type: 'person', operator: 'exact', value: ['pro', 'enterprise'] }] }] },
+};
+
+/**
+ * The 50 workload flags as `POST /api/projects/:id/feature_flags/` bodies (key, name, filters,
+ * active), the `plan-NN` flags naming cohort `cohortId` and the `org-NN` flags aggregating by group
+ * type index `companyIndex` (the project's `company` group type).
+ */
+export function workloadFlagBodies(cohortId: number, companyIndex: number, seed = 42): { key: string; name: string; filters: Record<string, unknown>; active: boolean }[] {
+  return workloadFlags(seed, cohortId, companyIndex).map((f) => ({ key: f.key, name: f.name, filters: f.filters, active: true }));
+}
+
+/** The workload as the local-evaluation feed: flags, group type `company` at index 0, cohort 7. */
+export function workloadDefinitions(seed = 42): ProjectDefinitions {
+  return { flags: workloadFlags(seed) as unknown as ProjectDefinitions['flags'], group_type_mapping: { 0: 'company' }, cohorts: { 7: PAID_COHORT_FILTERS.properties } };
+}
+
+/** The 50 workload flags as node-store entities (project 1; cohort 7; `company` = group type index 0 unless given). */
+export function workloadFlags(seed = 42, cohortId = 7, companyIndex = 0): FeatureFlagEntity[] {
   const rnd = prng(seed);
   const flags: FeatureFlagEntity[] = [];
   let id = 1;
@@ -50,11 +73,11 @@ export function workloadFlags(seed = 42): FeatureFlagEntity[] {
   for (let i = 0; i < 10; i++) {
     add(`email-${pad(i)}`, { groups: [{ properties: [{ key: 'email', type: 'person', operator: 'icontains', value: '@example.com' }], rollout_percentage: 100 }] });
   }
-  for (let i = 0; i < 5; i++) add(`plan-${pad(i)}`, { groups: [{ properties: [{ key: 'id', type: 'cohort', value: 7 }], rollout_percentage: 100 }] });
+  for (let i = 0; i < 5; i++) add(`plan-${pad(i)}`, { groups: [{ properties: [{ key: 'id', type: 'cohort', value: cohortId }], rollout_percentage: 100 }] });
   for (let i = 0; i < 5; i++) {
     add(`org-${pad(i)}`, {
-      aggregation_group_type_index: 0,
-      groups: [{ properties: [{ key: '$group_key', type: 'group', group_type_index: 0, operator: 'exact', value: COMPANIES }], rollout_percentage: 100 }],
+      aggregation_group_type_index: companyIndex,
+      groups: [{ properties: [{ key: '$group_key', type: 'group', group_type_index: companyIndex, operator: 'exact', value: COMPANIES }], rollout_percentage: 100 }],
     });
   }
   return flags;
@@ -67,21 +90,23 @@ export function workloadChanges(): StoreChange[] {
     c('organization', '1', null, { id: 1, name: 'Bench', monthly_flag_requests_limit: null, quota_limited: false }),
     c('project', '1', 1, { id: 1, organization_id: 1, name: 'Bench', api_token: TOKEN, timezone: 'UTC' }),
     c('group_type_mapping', '1:0', 1, { project_id: 1, group_type: 'company', group_type_index: 0 }),
-    c('cohort', '7', 1, { id: 7, project_id: 1, name: 'paid', is_static: false, deleted: false,
-      filters: { properties: { type: 'OR', values: [{ type: 'AND', values: [{ key: 'plan', type: 'person', operator: 'exact', value: ['pro', 'enterprise'] }] }] } } }),
+    c('cohort', '7', 1, { id: 7, project_id: 1, name: 'paid', is_static: false, deleted: false, filters: PAID_COHORT_FILTERS }),
     ...workloadFlags().map((f) => c('feature_flag', String(f.id), 1, f)),
   ];
 }
 
 /** The /flags body for user n (research/peer-benchmarks.md; sent as posthog-node sends it). */
-export function workloadBody(n: number): string {
-  return JSON.stringify({
-    token: TOKEN,
+export function workloadRequest(n: number): EvaluationRequest {
+  return {
     distinct_id: `user-${n}`,
     groups: { company: `company-${n % 100}` },
-    person_properties: { email: `user${n}${n % 2 === 0 ? '@example.com' : '@mail.test'}`, plan: PLANS[(n >> 3) % 4], company: `company-${n % 100}` },
+    person_properties: { email: `user${n}${n % 2 === 0 ? '@example.com' : '@mail.test'}`, plan: PLANS[(n >> 3) % 4]!, company: `company-${n % 100}` },
     group_properties: {},
-    geoip_disable: false,
-  });
+  };
+}
+
+/** The `POST /flags` body for user n: {@link workloadRequest} with the bench token, as posthog-node sends it. */
+export function workloadBody(n: number): string {
+  return JSON.stringify({ token: TOKEN, ...workloadRequest(n), geoip_disable: false });
 }
 

@@ -10,43 +10,82 @@
  * uWebSockets.js endpoint returning a fixed 2 KB body in the same run; and what is p99 at half of
  * the measured maximum rate?
  *
- * Setup: the node's LMDB store is filled directly through its snapshot API (no control plane);
- * the server runs in this process; autocannon runs in a CHILD process so it does not share the
- * server's event loop. Loopback only; every run is bounded by its duration.
+ * Setup, as in production: a throw-away embedded Postgres (or DATABASE_URL's server) with a fresh
+ * database; a real control plane (`startControlPlane`: HTTP + gRPC) on it; the workload created
+ * through the management API — the 50 flags by `POST /api/projects/:id/feature_flags/` with the
+ * bootstrap personal API key, in the bootstrap project (whose API key is the workload's token).
+ * There is no cohort or group-type API yet, so the cohort row and the `company` group type
+ * (index 1: bootstrap maps 0 to `organization`) are inserted with the control plane's store
+ * functions (row + change-log entry in one transaction, as the real writers do). Then, per mode, a
+ * fresh node (`startNodeService`: LMDB store synced over real gRPC, HTTP, usage reporter) is
+ * started, `/_ready` awaited and one request checked for all 50 flags before load. Everything runs
+ * in this process except Postgres and the load generator: autocannon runs in a CHILD process so it
+ * does not share the server's event loop (server CPU figures include the in-process control plane,
+ * which is idle during load). Loopback only; every run is bounded by its duration.
  * Knobs (env): BENCH_DURATION_S (10), BENCH_WARMUP_S (3), BENCH_CONNECTIONS (50),
- * BENCH_POOL_THREADS (2), BENCH_MODES (`ceiling,inline,pool`).
+ * BENCH_POOL_THREADS (2), BENCH_MODES (`ceiling,inline,pool`), DATABASE_URL (use that Postgres).
  *
- * RESULTS (2026-11-21, 2 vCPU AMD EPYC, Node 20.20.2, SHARED with other busy sessions: load
- * average 3–8 during every run, so absolute figures are a fraction of a quiet machine's; the
- * peer doc measured the same ceiling at ≥ 172k req/s with wrk on an idle box). Ranges over ~8 runs:
- *   uWS ceiling (fixed 2 KB)  10–42k req/s, p50 1–2 ms, p99 3–31 ms, 16–23 server CPU µs/req
- *   node inline               4.7–9.2k req/s (13–50 % of the same-run ceiling), p50 4–9 ms,
- *                             p99 11–36 ms, 106–136 CPU µs/req, RSS ~150 MB
- *   node pool (2 threads)     3.5–8.7k req/s, p50 4–13 ms, p99 18–99 ms, 112–195 CPU µs/req, RSS ~300 MB
- *   half load (paced, open loop): inline p50 2.6 ms / p99 111 ms at 4.6k req/s, where the bare
- *   ceiling driven at the same rate in the same run gave p50 1.7 ms / p99 49 ms: the p99 tail is
- *   the shared machine's scheduling stalls (server loop-delay max ~10 ms when warm), not the node.
- *   Bisect (same box): bare uWS + 12 KB fixed body 26 µs/req; + JSON.parse, token lookup and
- *   requestFromBody 30 µs/req; + evaluation and serialization 84–119 µs/req: evaluation of 50 flags
- *   is most of a request (in a tight loop 20–27 µs, 2–3× that when the box is loaded).
- *   In-process: v2 serialization 4.6 µs (JSON.stringify of the same body: 57 µs).
- * Inline vs pool: within noise on throughput (whichever runs second tends to win, since the box's
- * load drifts); inline costs 30–40 % less CPU and half the memory per request, so inline
- * (`SWITCHYARD_EVAL_THREADS=0`, the config default) stays the default. On this box the load
- * generator shares the 2 vCPUs with the server, so neither the 20k req/s nor the 5 ms p99 target
- * can be shown here; re-run on an idle machine with ≥ 4 cores.
+ * RESULTS (2026-11-21, 2 vCPU AMD EPYC, Node 20.20.2, after the perf branch; the box is SHARED
+ * with other sessions' test suites and their Postgres: load average 3–6 during every run, and the
+ * same-run ceiling itself moved between 16k and 37k req/s over the day, so read CPU-µs/req as the
+ * steady figure and req/s only against the same run's ceiling). Three full runs of this file:
+ *   uWS ceiling (fixed 2 KB)  16.3–31.8k req/s, p50 1–2 ms, p99 7–14 ms, 16.4–24.5 server CPU µs/req
+ *   node inline               11.1–14.2k req/s = 45–72 % of the same-run ceiling (45 % in the run
+ *                             whose ceiling was 31.8k; by CPU, ceiling µs / node µs = 24–35 %),
+ *                             p50 3 ms, p99 7–12 ms, 68.7–71.5 CPU µs/req, RSS 178–188 MB
+ *   node pool (2 threads)     7.8–10.5k req/s = 24–62 %, p50 4–5 ms, p99 15–26 ms, 83–95 CPU µs/req,
+ *                             RSS 335–359 MB
+ *   half load (paced, open loop): inline 5.6–7.1k req/s, p50 1.8–1.9 ms, p99 147–430 ms; the bare
+ *   ceiling at the same rate in the same run: p50 1.4–1.6 ms, p99 33–83 ms; the node's own event
+ *   loop delay meanwhile p99 3.3–6.6 ms, max 14–23 ms. So the tail is queueing behind CPU the box
+ *   takes away (the node has ~1× headroom at half load where the ceiling has 3×; an idle node +
+ *   control plane + Postgres already sees 10–220 ms loop-delay maxima here), not a node stall.
+ * The workload's requests carry every person property its flags read, and its group flags read
+ * only `$group_key`, so the node skips the person and group store reads (src/evaluation/
+ * stored-use.ts); a workload relying on stored properties pays two LMDB gets more (~5 % before).
+ * Before this branch (same box, same morning; old setup filling LMDB directly): inline 8.7k req/s
+ *   = 23 % of a 37.5k ceiling (by CPU 18.5 / 110 µs = 17 %), p99 14 ms, 110 CPU µs/req.
+ *   Interleaved A/B of the old and new code on one harness (node in-process, store filled
+ *   directly, 3 pairs): 113–133 → 75–98 CPU µs/req,
+ *   5.2–7.9k → 7.9–9.9k req/s, 31–42 → 11–15 scavenges per 10k requests; allocation per request
+ *   (heap sampling, in-process pipeline) ~16 KB → 5.9 KB. Per change: see the git log of `perf`.
+ * Where the time goes now (node --cpu-prof of the inline server under this load, % of the main
+ *   thread's busy time): evaluateFlags 37 % (SHA-1 message assembly + compression 17 %, matchFlag
+ *   and filters the rest), assembling the v2 body from cached member bytes 18 % (a ~12 KB memcpy
+ *   from 50 cached fragments that the kernel and uWS evict between requests: 3–4 µs in a tight
+ *   loop, ~2–3× that here), parse (UTF-8 decode + JSON.parse) 8 %, uWS write (cork, headers,
+ *   end) 7 %, head/request building 4 %, GC 4 %, the rest uWS dispatch and libuv. The whole
+ *   pipeline in a tight loop with fake uWS objects costs 31–33 µs per request; the ~35 µs more per
+ *   request under load is uWS/kernel work (the ceiling's 16–24 µs) plus cache misses.
+ * Tried and dropped: pool answers packed into one transferred ArrayBuffer per batch (no string
+ *   clone, no transcoding on the IO thread): each batch's external backing store triggered a major
+ *   GC every ~800 requests (13 per 10k), so pool mode got slower (105–127 → 127–142 µs/req).
+ * Inline vs pool: inline stays the default (`SWITCHYARD_EVAL_THREADS=0`): on 2 vCPUs with the
+ * load generator on the same box there is no core for workers, and pool costs ~20 % more CPU
+ * and twice the memory per request. Neither the 20k req/s nor the 5 ms half-load p99 target can be
+ * shown on this box: at ~70 CPU µs/req one core gives ≤ 14k req/s; re-run on an idle machine with
+ * ≥ 4 cores (load generator on its own cores).
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import crypto from 'node:crypto';
+import net from 'node:net';
 import uWS from 'uWebSockets.js';
+import type { Logger } from 'pino';
 import { testConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
-import { openNodeStore } from '../src/eval-node/store/lmdb.js';
-import { startNodeHttp } from '../src/eval-node/http/server.js';
-import { prng, USERS, workloadBody, workloadChanges } from './flags-workload.js';
+import { startEmbeddedPostgres, type EmbeddedCluster } from '../src/control-plane/db/embedded.js';
+import { connect } from '../src/control-plane/db/connect.js';
+import { startControlPlane, type ControlPlane } from '../src/control-plane/index.js';
+import { appendChanges } from '../src/control-plane/change-log/store.js';
+import { cohortEntity, groupTypeMappingEntity, groupTypeMappingId } from '../src/control-plane/change-log/entities.js';
+import { newPersonalApiKey } from '../src/control-plane/keys/tokens.js';
+import { startNodeService } from '../src/eval-node/service.js';
+import { PAID_COHORT_FILTERS, prng, TOKEN, USERS, workloadBody, workloadFlagBodies } from './flags-workload.js';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 3);
@@ -173,6 +212,8 @@ interface Row {
   rssMb: number;
   /** Server-process CPU (all threads) per answered request during the max-rate run, in µs. */
   cpuUsPerReq: number;
+  /** The server's event-loop delay during the half-load run (p99 and max, ms): tells node stalls from a starved process. */
+  halfLoopDelay?: { p99: number; max: number };
 }
 
 async function measure(name: string, url: string, withHalf: boolean, baselineUrl?: string): Promise<Row> {
@@ -185,25 +226,142 @@ async function measure(name: string, url: string, withHalf: boolean, baselineUrl
   const rssMb = process.memoryUsage().rss / 1024 / 1024;
   let half: LoadResult | undefined;
   let halfBaseline: LoadResult | undefined;
+  let halfLoopDelay: Row['halfLoopDelay'];
   if (withHalf) {
     process.stderr.write(`${name}: half load ${Math.round(max.rps / 2)} req/s for ${DURATION_S}s…\n`);
+    const delay = monitorEventLoopDelay({ resolution: 1 });
+    delay.enable();
     half = await load(url, DURATION_S, Math.max(1, Math.round(max.rps / 2)));
+    delay.disable();
+    halfLoopDelay = { p99: delay.percentile(99) / 1e6, max: delay.max / 1e6 };
     // The generator's own latency at that rate, against the bare uWS endpoint (same run).
     if (baselineUrl) halfBaseline = await load(baselineUrl, DURATION_S, Math.max(1, Math.round(max.rps / 2)));
   }
-  return { name, max, half, halfBaseline, rssMb, cpuUsPerReq };
+  return { name, max, half, halfBaseline, rssMb, cpuUsPerReq, halfLoopDelay };
+}
+
+/** Returns a TCP port on 127.0.0.1 that was free a moment ago. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Group type index of `company`: bootstrap already maps index 0 to `organization`. */
+const COMPANY_INDEX = 1;
+
+/** The control plane side of the bench: Postgres, the control plane (HTTP + gRPC) and the workload in it. */
+interface World {
+  cp: ControlPlane;
+  /** `host:port` of the control plane's gRPC server (nodes sync from it). */
+  controlPlane: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a throw-away embedded Postgres (or uses DATABASE_URL's server), a control plane on a fresh
+ * database, and creates the workload: the group type and the cohort straight through the store
+ * functions (no API for them yet: row + change-log entry in one transaction, as the real writers
+ * do), then the 50 flags through `POST /api/projects/:id/feature_flags/` with the bootstrap
+ * personal API key. The project is the bootstrap project, whose API key is the workload's TOKEN.
+ */
+async function startWorld(dir: string, log: Logger): Promise<World> {
+  let cluster: EmbeddedCluster | null = null;
+  let adminUrl = process.env.DATABASE_URL;
+  if (!adminUrl) {
+    // Postgres runs as its own OS user when we are root: it must be able to enter the directory.
+    fs.chmodSync(dir, 0o777);
+    cluster = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: await freePort(), persistent: false });
+    adminUrl = cluster.adminUrl;
+  }
+  const dbName = `switchyard_bench_${crypto.randomBytes(4).toString('hex')}`;
+  const admin = connect(adminUrl, { max: 1 });
+  await admin.unsafe(`CREATE DATABASE ${dbName}`);
+  await admin.end();
+  const dbUrl = new URL(adminUrl);
+  dbUrl.pathname = `/${dbName}`;
+  const grpcPort = await freePort();
+  const personalKey = newPersonalApiKey();
+  const config = testConfig({ dataDir: path.join(dir, 'control-plane'), grpcPort, bootstrapPersonalApiKey: personalKey, bootstrapProjectApiKey: TOKEN });
+  const dropAll = async (): Promise<void> => {
+    const a = connect(adminUrl!, { max: 1 });
+    await a.unsafe(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});
+    await a.end();
+    await cluster?.stop().catch(() => {});
+  };
+  let cp: ControlPlane;
+  try {
+    cp = await startControlPlane(config, log, dbUrl.toString());
+  } catch (e) {
+    await dropAll();
+    throw e;
+  }
+  const world: World = {
+    cp,
+    controlPlane: `127.0.0.1:${grpcPort}`,
+    async close() {
+      await cp.close();
+      await dropAll();
+    },
+  };
+  try {
+    const projectId = cp.bootstrap.projectId;
+    const cohortId = await cp.sql.begin(async (tx) => {
+      const [gt] = await tx<{ project_id: number; group_type: string; group_type_index: number }[]>`
+        INSERT INTO group_type_mappings (project_id, group_type, group_type_index) VALUES (${projectId}, 'company', ${COMPANY_INDEX})
+        RETURNING project_id, group_type, group_type_index`;
+      const [c] = await tx<{ id: number; project_id: number; name: string; filters: Record<string, unknown>; is_static: boolean; deleted: boolean }[]>`
+        INSERT INTO cohorts (project_id, name, filters) VALUES (${projectId}, 'paid', ${tx.json(PAID_COHORT_FILTERS as never)})
+        RETURNING id, project_id, name, filters, is_static, deleted`;
+      await appendChanges(tx, [
+        { projectId, kind: 'group_type_mapping', entityId: groupTypeMappingId(projectId, COMPANY_INDEX), op: 'upsert', payload: groupTypeMappingEntity(gt!) },
+        { projectId, kind: 'cohort', entityId: String(c!.id), op: 'upsert', payload: cohortEntity(c!) },
+      ]);
+      return c!.id;
+    }) as number;
+    for (const body of workloadFlagBodies(cohortId, COMPANY_INDEX)) {
+      const res = await fetch(`${cp.http.url}/api/projects/${projectId}/feature_flags/`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${personalKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      if (res.status !== 201) throw new Error(`creating flag ${body.key}: ${res.status} ${await res.text()}`);
+    }
+  } catch (e) {
+    await world.close();
+    throw e;
+  }
+  return world;
+}
+
+/** Polls `url` until it answers 200 (bounded). */
+async function waitReady(url: string, timeoutMs = 30_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await fetch(url).then((r) => r.ok, () => false);
+    if (ok) return;
+    if (Date.now() > until) throw new Error(`${url} not ready after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-flags-'));
-  const storePath = path.join(dir, 'lmdb');
-  const store = openNodeStore(storePath);
+  const log = createLogger('silent');
   const rows: Row[] = [];
+  let world: World | null = null;
   try {
-    await store.beginSnapshot(1);
-    await store.stageSnapshot(workloadChanges());
-    await store.commitSnapshot(1);
-    const log = createLogger('silent');
+    const needsNode = MODES.includes('inline') || MODES.includes('pool');
+    if (needsNode) {
+      process.stderr.write('control plane: embedded Postgres, 50 flags through the management API…\n');
+      world = await startWorld(dir, log);
+    }
     let ceilingRps = 0;
     // The ceiling stays up for the whole run: it is also the latency baseline of the half-load runs.
     const ceiling = MODES.includes('ceiling') ? await startCeiling() : null;
@@ -215,15 +373,19 @@ async function main(): Promise<void> {
     }
     for (const mode of ['inline', 'pool'].filter((m) => MODES.includes(m))) {
       const threads = mode === 'inline' ? 0 : POOL_THREADS;
-      const node = await startNodeHttp({ config: testConfig({ dataDir: dir, evalThreads: threads }), log, store, storePath, port: 0 });
+      // A fresh node per mode (own LMDB), synced from the control plane over real gRPC.
+      const config = testConfig({ dataDir: path.join(dir, `node-${mode}`), controlPlane: world!.controlPlane, evalThreads: threads });
+      const service = await startNodeService(config, log);
       try {
+        const url = service.http.url;
+        await waitReady(`${url}/_ready`);
         // Fidelity check before load: all 50 flags answered.
-        const res = await fetch(`${node.url}/flags?v=2`, { method: 'POST', body: workloadBody(2), headers: { 'content-type': 'application/json' } });
+        const res = await fetch(`${url}/flags?v=2`, { method: 'POST', body: workloadBody(2), headers: { 'content-type': 'application/json' } });
         const flags = Object.keys(((await res.json()) as { flags: object }).flags);
         if (res.status !== 200 || flags.length !== 50) throw new Error(`${mode}: expected 50 flags, got ${res.status} ${flags.length}`);
-        rows.push(await measure(mode === 'inline' ? 'node inline (EVAL_THREADS=0)' : `node pool (EVAL_THREADS=${threads})`, `${node.url}/flags?v=2`, true, ceiling?.url));
+        rows.push(await measure(mode === 'inline' ? 'node inline (EVAL_THREADS=0)' : `node pool (EVAL_THREADS=${threads})`, `${url}/flags?v=2`, true, ceiling?.url));
       } finally {
-        await node.close();
+        await service.close();
       }
     }
     } finally {
@@ -231,7 +393,7 @@ async function main(): Promise<void> {
     }
     report(rows, ceilingRps);
   } finally {
-    await store.close();
+    await world?.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -241,13 +403,14 @@ function report(rows: Row[], ceilingRps: number): void {
   console.log(`\nPOST /flags?v=2, 50 flags, ${CONNECTIONS} connections, ${DURATION_S}s after ${WARMUP_S}s warm-up; autocannon in a child process`);
   const load = os.loadavg().map((x) => x.toFixed(2)).join(' ');
   console.log(`Node ${process.version}, ${os.availableParallelism()} vCPU (${cpu}); load average at the end ${load} (other processes share the machine)\n`);
-  console.log('| run | req/s | p50 ms | p99 ms | non-2xx | RSS MB | server CPU µs/req | req/s per core (1e6/CPU µs) | vs uWS ceiling | half load: req/s, p50/p99 ms | same rate on the uWS ceiling: p50/p99 ms |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|');
+  console.log('| run | req/s | p50 ms | p99 ms | non-2xx | RSS MB | server CPU µs/req | req/s per core (1e6/CPU µs) | vs uWS ceiling | half load: req/s, p50/p99 ms | same rate on the uWS ceiling: p50/p99 ms | half load: server loop delay p99/max ms |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|');
   for (const r of rows) {
     const ratio = ceilingRps > 0 ? `${((r.max.rps / ceilingRps) * 100).toFixed(1)} %` : '–';
     const half = r.half ? `${Math.round(r.half.rps)}, ${r.half.p50}/${r.half.p99}` : '–';
     const base = r.halfBaseline ? `${r.halfBaseline.p50}/${r.halfBaseline.p99}` : '–';
-    console.log(`| ${r.name} | ${Math.round(r.max.rps)} | ${r.max.p50} | ${r.max.p99} | ${r.max.non2xx + r.max.errors} | ${r.rssMb.toFixed(0)} | ${r.cpuUsPerReq.toFixed(1)} | ${Math.round(1e6 / r.cpuUsPerReq)} | ${ratio} | ${half} | ${base} |`);
+    const delay = r.halfLoopDelay ? `${r.halfLoopDelay.p99.toFixed(1)}/${r.halfLoopDelay.max.toFixed(1)}` : '–';
+    console.log(`| ${r.name} | ${Math.round(r.max.rps)} | ${r.max.p50} | ${r.max.p99} | ${r.max.non2xx + r.max.errors} | ${r.rssMb.toFixed(0)} | ${r.cpuUsPerReq.toFixed(1)} | ${Math.round(1e6 / r.cpuUsPerReq)} | ${ratio} | ${half} | ${base} | ${delay} |`);
   }
   const inline = rows.find((r) => r.name.startsWith('node inline'));
   const pool = rows.find((r) => r.name.startsWith('node pool'));

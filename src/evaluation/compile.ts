@@ -185,7 +185,7 @@ function failedFlag(raw: Record<string, unknown>, slot: number, live: boolean, f
     surveyTargeting: key.startsWith(SURVEY_PREFIX),
     failure, missingDependency: false, dependencySlots: [], continuity: false, bucketByDevice: false,
     aggregation: null, groupTypeName: null, hashPrefix: utf8(`${key}.`), conditions: [], variants: null,
-    enrollment: null, holdout: null,
+    enrollment: null, holdout: null, results: [],
   });
 }
 
@@ -352,5 +352,6 @@ function compileFlag(raw: Record<string, unknown>, slot: number, live: boolean, 
     metadataNoPayload: metadata(raw, null),
     enrollment,
     holdout,
+    results: [],
   });
 }

@@ -25,18 +25,43 @@ import type { EvaluationRequest, EvaluationResult, FlagResult, StoredContext } f
 
 const SURVEY_PREFIX = 'survey-targeting-';
 
-/** Per project: an object with every live flag key (slot order) and how many there are. */
-const templates = new WeakMap<CompiledProject, { count: number; object: Record<string, FlagResult> }>();
-function templateOf(project: CompiledProject): { count: number; object: Record<string, FlagResult> } {
+/**
+ * Per project: how many flags are live and, when usable, a function that builds the response's
+ * `flags` object from the live flags' results in slot order.
+ *
+ * Why generated code: the object used to be a clone of a template with every key, then one
+ * keyed store per flag; those stores all go through one megamorphic site (50 different names),
+ * so each was a stub-cache lookup. An object literal with constant names is created from its
+ * boilerplate in one step. Microbench (50 workload keys): clone + 50 stores 1.3–1.5 µs, literal
+ * 0.15–0.19 µs per request. Built once per compiled project; names are JSON-escaped string
+ * literals (valid JS), so no flag key can inject code. Property order is the literal's, which is
+ * what the clone gave (integer-like keys first, then slot order). Not used with a `__proto__`
+ * key (a literal would set the prototype) or above {@link MAX_LITERAL_FLAGS} live flags.
+ */
+interface Template {
+  count: number;
+  build: ((results: readonly FlagResult[]) => Record<string, FlagResult>) | null;
+}
+/** Larger projects take the generic path (V8 keeps literals beyond ~1,000 properties in dictionary mode anyway). */
+const MAX_LITERAL_FLAGS = 1_000;
+const templates = new WeakMap<CompiledProject, Template>();
+function templateOf(project: CompiledProject): Template {
   let t = templates.get(project);
   if (t === undefined) {
-    const live = project.flags.filter((f) => f.live && f.key !== '__proto__');
-    t = { count: live.length, object: Object.fromEntries(live.map((f) => [f.key, null])) as unknown as Record<string, FlagResult> };
-    if (live.length !== project.flags.filter((f) => f.live).length) t.count = -1; // never use it with __proto__
+    const live = project.flags.filter((f) => f.live);
+    let build: Template['build'] = null;
+    if (live.length <= MAX_LITERAL_FLAGS && live.every((f) => f.key !== '__proto__')) {
+      const members = live.map((f, i) => `${JSON.stringify(f.key)}:r[${i}]`).join(',');
+      build = new Function('r', `return {${members}};`) as Template['build'];
+    }
+    t = { count: live.length, build };
     templates.set(project, t);
   }
   return t;
 }
+
+/** Results of the current request in slot order (reused: evaluateFlags is synchronous and not re-entrant). */
+const slotResults: FlagResult[] = [];
 
 function runtimeAllowed(flag: CompiledFlag, runtime: EvaluationRequest['runtime']): boolean {
   if (flag.runtime === 'all' || runtime === 'all') return true;
@@ -114,12 +139,14 @@ function narrowToKeys(project: CompiledProject, selected: Uint8Array, keys: read
 export function evaluateFlags(project: CompiledProject, req: EvaluationRequest, stored: StoredContext, nowMs: number): EvaluationResult {
   const selected = selectCandidates(project, req);
   const scope = new RequestScope(project, req, stored ?? {}, nowMs);
-  // Answering every live flag (the usual case): clone a fast-mode object that already has every
-  // key, so the stores below overwrite in place instead of growing a dictionary-mode object.
+  // Answering every live flag (the usual case): collect the results in slot order and build the
+  // object with the project's literal (templateOf); otherwise store key by key.
   let count = 0;
   for (let i = 0; i < selected.length; i++) count += selected[i]!;
   const template = templateOf(project);
-  const out: Record<string, FlagResult> = count === template.count ? { ...template.object } : {};
+  const slots = template.build !== null && count === template.count ? slotResults : null;
+  const out: Record<string, FlagResult> = slots === null ? {} : (EMPTY_OUT as Record<string, FlagResult>);
+  let n = 0;
   let errors = false;
   const flags = project.flags;
   for (let i = 0; i < flags.length; i++) {
@@ -133,8 +160,18 @@ export function evaluateFlags(project: CompiledProject, req: EvaluationRequest, 
     }
     if (r.failed) errors = true;
     else if (r.enabled) scope.values[i] = r.variant ?? true;
-    if (flag.key === '__proto__') Object.defineProperty(out, flag.key, { value: r, enumerable: true, writable: true, configurable: true });
+    if (slots !== null) slots[n++] = r;
+    else if (flag.key === '__proto__') Object.defineProperty(out, flag.key, { value: r, enumerable: true, writable: true, configurable: true });
     else out[flag.key] = r;
+  }
+  if (slots !== null) {
+    const flagsObject = template.build!(slots);
+    // Do not keep this request's failed (per-request) results alive through the scratch array.
+    if (errors) slots.length = 0;
+    return { flags: flagsObject, errorsWhileComputingFlags: errors };
   }
   return { flags: out, errorsWhileComputingFlags: errors };
 }
+
+/** Placeholder for `out` on the literal path (never written). */
+const EMPTY_OUT = Object.freeze({});

@@ -28,6 +28,7 @@ export { compileProject, type CompileOptions } from './compile.js';
 export type { CompiledProject } from './compiled.js';
 export { evaluateFlags } from './evaluate.js';
 export { flagsNeedingHashKeyOverrides } from './continuity.js';
+export { requestCoversGroup, requestCoversPerson, storedPropertyUse, type StoredPropertyUse } from './stored-use.js';
 export { hash01, truncateScalars } from './hash.js';
 export { serializeFlagsV1, serializeFlagsV2 } from './serialize.js';
 export { REASONS, ERROR_CODES, type ReasonCode, type ErrorCode } from './reasons.js';

@@ -51,8 +51,25 @@ export function failedResult(flag: CompiledFlag, code: string, description: stri
   };
 }
 
+/** Distinct results a flag memoizes; beyond it (pathological holdout variants) results are built per call. */
+const MAX_SHARED_RESULTS = 64;
+
+/**
+ * The (frozen, shared) result with these fields. Every argument is a compiled constant (reasons and
+ * metadata are frozen per condition and payload key; variants come from the variant table), so a
+ * flag has a handful of distinct results: a short identity scan of `flag.results` replaces an
+ * allocation per flag per request (cpu/heap profile of bench/flags.ts: result objects were the
+ * largest source of garbage after the response body). Callers must not mutate results (types.ts).
+ */
 function result(flag: CompiledFlag, enabled: boolean, variant: string | null, reason: FlagReason, meta: FlagResultMetadata): FlagResult {
-  return { key: flag.key, enabled, variant, reason, metadata: meta };
+  const memo = flag.results;
+  for (let i = 0; i < memo.length; i++) {
+    const r = memo[i]!;
+    if (r.reason === reason && r.variant === variant && r.enabled === enabled && r.metadata === meta) return r;
+  }
+  const r: FlagResult = Object.freeze({ key: flag.key, enabled, variant, reason, metadata: meta });
+  if (memo.length < MAX_SHARED_RESULTS) memo.push(r);
+  return r;
 }
 
 function metaFor(flag: CompiledFlag, payloadKey: string): FlagResultMetadata {

@@ -151,8 +151,8 @@ export interface FlagResultMetadata {
 
 /**
  * One flag's answer, the /flags v2 entry (research §5.2). `failed` appears only on error entries.
- * `reason` and `metadata` are usually frozen objects shared by every request (they are
- * precomputed at compile time): copy them before changing anything.
+ * Non-failed results, and their `reason` and `metadata`, are frozen objects shared by every
+ * request (precomputed at compile time or memoized per compiled flag): copy before changing anything.
  */
 export interface FlagResult {
   key: string;

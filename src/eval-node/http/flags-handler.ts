@@ -10,7 +10,6 @@
  * `not_ready` for an unknown token before the node's first complete snapshot; anything unexpected
  * → 500 with a generic body. Nothing thrown here escapes the uWS callback.
  */
-import crypto from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { errors, isApiError } from '../../errors.js';
 import type { ProjectEntity } from '../../control-plane/change-log/entities.js';
@@ -20,31 +19,40 @@ import { EMPTY_RESULT, serializeResult } from '../pool/respond.js';
 import type { NodeHttpContext } from './context.js';
 import { decodeBody, DecodeError, parseCompression } from './decode.js';
 import {
-  evaluationRequestOf, isObject, parseFlagsQuery, shapeOf, switchesOf, tokenOf, type FlagsQuery,
+  evaluationRequestOf, flagsQueryOf, isObject, shapeOf, switchesOf, tokenOf, type FlagsQuery,
 } from './flags-request.js';
 import { Exchange, readBody } from './reply.js';
-import { detectRuntime, type RuntimeHeaders } from './runtime.js';
+import { nextRequestId } from './request-id.js';
+import { detectRuntime, runtimeFromUserAgent, type RuntimeHeaders } from './runtime.js';
 
 /** Everything read from the uWS request synchronously (it is invalid after the handler returns). */
 interface RequestHead {
-  query: FlagsQuery;
+  query: Readonly<FlagsQuery>;
   contentType: string;
   contentEncoding: string;
   runtimeHeaders: RuntimeHeaders;
   forwardedFor: string;
 }
 
-function readHead(req: HttpRequest): RequestHead {
+/**
+ * Reads the head. Each `getHeader` is a native call that builds a string, so the browser-only
+ * headers (Referer, Sec-Fetch-*) are read only when the User-Agent does not decide the runtime:
+ * detectRuntime consults them only then (an explicit body runtime wins over both). `origin` is the
+ * value the Exchange already read.
+ */
+function readHead(req: HttpRequest, origin: string): RequestHead {
+  const userAgent = req.getHeader('user-agent');
+  const uaDecides = runtimeFromUserAgent(userAgent) !== null;
   return {
-    query: parseFlagsQuery(req.getQuery() ?? ''),
+    query: flagsQueryOf(req.getQuery() ?? ''),
     contentType: req.getHeader('content-type'),
     contentEncoding: req.getHeader('content-encoding'),
     runtimeHeaders: {
-      userAgent: req.getHeader('user-agent'),
-      origin: req.getHeader('origin'),
-      referer: req.getHeader('referer'),
-      secFetchMode: req.getHeader('sec-fetch-mode'),
-      secFetchSite: req.getHeader('sec-fetch-site'),
+      userAgent,
+      origin,
+      referer: uaDecides ? '' : req.getHeader('referer'),
+      secFetchMode: uaDecides ? '' : req.getHeader('sec-fetch-mode'),
+      secFetchSite: uaDecides ? '' : req.getHeader('sec-fetch-site'),
     },
     forwardedFor: req.getHeader('x-forwarded-for'),
   };
@@ -57,7 +65,7 @@ export function flagsHandler(ctx: NodeHttpContext, endpoint: 'flags' | 'decide')
     const ex = new Exchange(res, ctx.metrics, endpoint, req.getHeader('origin'));
     let head: RequestHead;
     try {
-      head = readHead(req);
+      head = readHead(req, ex.origin);
       const declared = Number(req.getHeader('content-length') || '0');
       if (declared > limit) return ex.sendError(errors.payloadTooLarge(limit), true);
     } catch (e) {
@@ -82,7 +90,7 @@ function handleBody(ctx: NodeHttpContext, ex: Exchange, endpoint: 'flags' | 'dec
   ex.stage = 'parse';
   const shape = shapeOf(endpoint, head.query.version);
   const config = head.query.config || endpoint === 'decide';
-  const requestId = crypto.randomUUID();
+  const requestId = nextRequestId();
   const switches = switchesOf(body);
   const runtime = detectRuntime(head.runtimeHeaders, switches.explicitRuntime);
   const request = evaluationRequestOf(body, runtime, head.query.onlySurveyFlags);
@@ -104,7 +112,8 @@ function handleBody(ctx: NodeHttpContext, ex: Exchange, endpoint: 'flags' | 'dec
   };
   ex.stage = 'evaluate';
   const answer = ctx.evaluator.evaluate(job);
-  if (typeof answer === 'string' || answer === null) deliver(ctx, ex, answer);
+  // Inline answers (string, bytes or null) are sent synchronously: bytes live in a reused buffer.
+  if (!(answer instanceof Promise)) deliver(ctx, ex, answer);
   else answer.then((a) => deliver(ctx, ex, a), (e: unknown) => fail(ctx, ex, e));
   ctx.continuity?.afterFlags(job); // experience continuity: override record, best effort (continuity.ts)
 }

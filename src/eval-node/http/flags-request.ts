@@ -76,6 +76,25 @@ export interface FlagsQuery {
 }
 
 /**
+ * Parsed queries by raw text. Clients send the same few query strings (`v=2`, `v=2&config=true`,
+ * …) on every request, so the parsed object is shared (frozen) instead of split and rebuilt per
+ * request; the cap bounds what odd clients can add.
+ */
+const queryCache = new Map<string, Readonly<FlagsQuery>>();
+const QUERY_CACHE_MAX = 256;
+
+/** {@link parseFlagsQuery}, shared per raw query string (the result is frozen: do not mutate). */
+export function flagsQueryOf(raw: string): Readonly<FlagsQuery> {
+  let q = queryCache.get(raw);
+  if (q === undefined) {
+    q = Object.freeze(parseFlagsQuery(raw));
+    if (queryCache.size >= QUERY_CACHE_MAX) queryCache.clear();
+    queryCache.set(raw, q);
+  }
+  return q;
+}
+
+/**
  * Parses the raw query string (without `?`). A hand loop over `&`-separated pairs: only four keys
  * matter, and URLSearchParams allocated a map per request on the hot path.
  */

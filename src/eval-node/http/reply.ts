@@ -45,7 +45,7 @@ export class Exchange {
    * Sends one complete answer (once; later calls are ignored). `closeConnection` is for answers
    * sent before the request body was read (413), so the unread rest cannot be taken as a request.
    */
-  send(status: number, body: string, headers: readonly (readonly [string, string])[] = NO_HEADERS,
+  send(status: number, body: string | Uint8Array, headers: readonly (readonly [string, string])[] = NO_HEADERS,
     contentType: string | null = 'application/json', closeConnection = false): void {
     if (this.done) return;
     this.done = true;

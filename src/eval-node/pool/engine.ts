@@ -11,13 +11,13 @@
  *   recompiles when it moved.
  */
 import {
-  compileProject, evaluateFlags, flagsNeedingHashKeyOverrides,
+  compileProject, evaluateFlags, flagsNeedingHashKeyOverrides, requestCoversGroup, requestCoversPerson, storedPropertyUse,
   type CohortDefinition, type CompiledProject, type FlagDefinition, type ProjectDefinitions as CoreDefinitions, type StoredContext,
 } from '../../evaluation/index.js';
 import type { NodeStore, ProjectDefinitions } from '../store/lmdb.js';
 import { fillGeoip, type Geoip } from '../geoip/index.js';
 import type { FlagsJob, JobAnswer } from './job.js';
-import { EMPTY_RESULT, serializeResult } from './respond.js';
+import { EMPTY_RESULT, serializeResult, serializeResultBytes } from './respond.js';
 
 /** The part of the node store the engine reads. */
 export type EngineStore = Pick<NodeStore, 'definitions' | 'project' | 'personByDistinctId' | 'group' | 'hashKeyOverrides'>;
@@ -133,7 +133,19 @@ export class FlagsEngine {
    * Runs one job through filter → properties → evaluate → serialize. Returns null (and never
    * throws) when something unexpected failed; the caller answers 500.
    */
-  run(job: FlagsJob, nowMs: number = Date.now()): JobAnswer {
+  run(job: FlagsJob, nowMs: number = Date.now()): string | null {
+    return this.runAs(job, nowMs, false) as string | null;
+  }
+
+  /**
+   * {@link run} for the IO thread: the hot shape comes back as bytes in a reused buffer (see
+   * respond.ts `flagsV2Bytes`), valid until the next call; the caller sends it at once.
+   */
+  runBytes(job: FlagsJob, nowMs: number = Date.now()): JobAnswer {
+    return this.runAs(job, nowMs, true);
+  }
+
+  private runAs(job: FlagsJob, nowMs: number, bytes: boolean): JobAnswer {
     try {
       const e = this.entry(job.projectId);
       let result = EMPTY_RESULT;
@@ -141,11 +153,10 @@ export class FlagsEngine {
         // filter: runtime, evaluation environments, flag_keys and survey-only selection are
         // request fields the core applies before matching (spec §4.4 rules 2–5).
         const req = this.properties(job);
-        result = evaluateFlags(e.compiled, req, this.stored(e, job), nowMs);
+        result = evaluateFlags(e.compiled, req, this.stored(e, job, req), nowMs);
       }
-      return serializeResult(result, {
-        shape: job.shape, config: job.config, requestId: job.requestId, evaluatedAt: nowMs, hasFeatureFlags: e.hasFeatureFlags,
-      });
+      const opts = { shape: job.shape, config: job.config, requestId: job.requestId, evaluatedAt: nowMs, hasFeatureFlags: e.hasFeatureFlags };
+      return bytes ? serializeResultBytes(result, opts) : serializeResult(result, opts);
     } catch {
       return null;
     }
@@ -159,16 +170,23 @@ export class FlagsEngine {
    * `flagsNeedingHashKeyOverrides`; writing them for `$anon_distinct_id` is the IO thread's
    * http/continuity.ts, through the capture outbox). The core lets request
    * properties override all of them. Static-cohort membership is not on nodes yet.
+   *
+   * Reads are skipped when they cannot change an answer (the core's `storedPropertyUse`): the
+   * person when the request (after GeoIP) supplies every person property the project's filters
+   * read and no flag needs hash-key overrides; a group when the request supplies every property
+   * of that group type the filters read. `req` is the request after the GeoIP fill.
    */
-  private stored(e: Entry, job: FlagsJob): StoredContext {
-    const req = job.request;
-    const person = job.onlyOverrideProperties ? undefined : this.store.personByDistinctId(job.projectId, req.distinct_id);
+  private stored(e: Entry, job: FlagsJob, req: FlagsJob['request']): StoredContext {
+    const use = storedPropertyUse(e.compiled);
+    const skipPerson = job.onlyOverrideProperties || (!e.hasContinuity && requestCoversPerson(use, req));
+    const person = skipPerson ? undefined : this.store.personByDistinctId(job.projectId, req.distinct_id);
     let groupProperties: Record<string, Record<string, unknown>> | null = null;
     if (req.groups) {
       for (const type in req.groups) {
         const index = e.groupTypeIndex.get(type);
         const key = req.groups[type];
         if (index === undefined || (typeof key !== 'string' && typeof key !== 'number')) continue;
+        if (requestCoversGroup(use, req, type)) continue;
         const g = this.store.group(job.projectId, index, String(key));
         if (g !== undefined) (groupProperties ??= {})[type] = g.properties;
       }

@@ -31,7 +31,8 @@ export interface Evaluator {
 export function inlineEvaluator(engine: FlagsEngine): Evaluator {
   return {
     mode: 'inline',
-    evaluate: (job) => engine.run(job),
+    // Bytes in the engine's reused buffer: the handler sends them before the next evaluation.
+    evaluate: (job) => engine.runBytes(job),
     queueSize: () => 0,
     close: async () => {},
   };

@@ -30,5 +30,9 @@ export interface FlagsJob {
   requestId: string;
 }
 
-/** The evaluator's answer: the JSON body, or null when evaluation failed unexpectedly (the IO thread answers 500). */
-export type JobAnswer = string | null;
+/**
+ * The evaluator's answer: the JSON body, or null when evaluation failed unexpectedly (the IO
+ * thread answers 500). Pool workers answer strings; the inline evaluator may answer UTF-8 bytes in
+ * a buffer it reuses (valid only until its next evaluation: send it before evaluating anything else).
+ */
+export type JobAnswer = string | Uint8Array | null;

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { compileProject, evaluateFlags, toFlagsV2, type FlagDefinition } from '../../../src/evaluation/index.js';
-import { flagsV2Json } from '../../../src/eval-node/pool/respond.js';
+import { flagsV2Bytes, flagsV2Json } from '../../../src/eval-node/pool/respond.js';
 
 test('flagsV2Json matches JSON.stringify(toFlagsV2()) for matches, misses, variants, payloads, failures and odd keys', () => {
   const flags: FlagDefinition[] = [
@@ -20,4 +20,26 @@ test('flagsV2Json matches JSON.stringify(toFlagsV2()) for matches, misses, varia
     const expected = JSON.stringify(toFlagsV2(result, { requestId: 'r"id', evaluatedAt: 1700000000000 + n }));
     assert.equal(flagsV2Json(result, 'r"id', 1700000000000 + n), expected);
   }
+});
+
+test('flagsV2Bytes is the UTF-8 of flagsV2Json, including failed entries, odd keys and a buffer that must grow', () => {
+  const flags: FlagDefinition[] = [
+    { id: 1, key: 'on', active: true, version: 3, filters: { groups: [{ rollout_percentage: 100 }], payloads: { true: '{"a":"\\u00e9"}' } } },
+    { id: 2, key: 'mv "quoted" \\ key', active: true, filters: { groups: [{}], multivariate: { variants: [{ key: 'a"b', rollout_percentage: 50 }, { key: 'c', rollout_percentage: 50 }] }, payloads: { 'a"b': '1', c: '"x"' } } },
+    { id: 3, key: 'half', active: true, filters: { groups: [{ rollout_percentage: 50 }] } },
+    { id: 5, key: 'bad', active: true, filters: { version: 2, groups: [] } as never },
+    { id: 6, key: '__proto__', active: true, filters: { groups: [{}] } },
+    { id: 7, key: 'ünï', active: true, filters: { aggregation_group_type_index: 0, groups: [{}] } },
+    // Enough large members to need more than the initial 64 KB buffer.
+    ...Array.from({ length: 40 }, (_, i): FlagDefinition => ({ id: 100 + i, key: `big-${i}-${'é'.repeat(300)}`, active: true, filters: { groups: [{}], payloads: { true: JSON.stringify('x'.repeat(2000)) } } })),
+  ];
+  const project = compileProject({ flags, group_type_mapping: { 0: 'org' }, cohorts: {} });
+  for (let n = 0; n < 50; n++) {
+    const result = evaluateFlags(project, { distinct_id: `u${n}`, groups: n % 3 ? { org: 'o' } : {} }, {}, 0);
+    const expected = Buffer.from(flagsV2Json(result, `req-${n}`, 1700000000000 + n));
+    const bytes = flagsV2Bytes(result, `req-${n}`, 1700000000000 + n);
+    assert.ok(expected.equals(bytes), `request ${n}`);
+  }
+  const small = evaluateFlags(compileProject({ flags: flags.slice(0, 3), group_type_mapping: {}, cohorts: {} }), { distinct_id: 'x' }, {}, 0);
+  assert.ok(Buffer.from(flagsV2Json(small, 'r', 1)).equals(flagsV2Bytes(small, 'r', 1)));
 });
