@@ -73,7 +73,6 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import crypto from 'node:crypto';
-import net from 'node:net';
 import uWS from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import { testConfig } from '../src/config.js';
@@ -86,6 +85,7 @@ import { cohortEntity, groupTypeMappingEntity, groupTypeMappingId } from '../src
 import { newPersonalApiKey } from '../src/control-plane/keys/tokens.js';
 import { startNodeService } from '../src/eval-node/service.js';
 import { PAID_COHORT_FILTERS, prng, TOKEN, USERS, workloadBody, workloadFlagBodies } from './flags-workload.js';
+import { freePort } from '../test/support/ports.js';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 3);
@@ -238,19 +238,6 @@ async function measure(name: string, url: string, withHalf: boolean, baselineUrl
     if (baselineUrl) halfBaseline = await load(baselineUrl, DURATION_S, Math.max(1, Math.round(max.rps / 2)));
   }
   return { name, max, half, halfBaseline, rssMb, cpuUsPerReq, halfLoopDelay };
-}
-
-/** Returns a TCP port on 127.0.0.1 that was free a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /** Group type index of `company`: bootstrap already maps index 0 to `organization`. */
