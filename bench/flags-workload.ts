@@ -9,25 +9,18 @@
  */
 import type { StoreChange } from '../src/eval-node/store/lmdb.js';
 import type { FeatureFlagEntity } from '../src/control-plane/change-log/entities.js';
+import type { EvaluationRequest, ProjectDefinitions } from '../src/evaluation/index.js';
+import { prng } from '../test/support/prng.js';
+
+/** The seeded PRNG every bench draws users with (test/support/prng.ts). */
+export { prng };
 
 /** Users requests are drawn from. */
-import type { EvaluationRequest, ProjectDefinitions } from '../src/evaluation/index.js';
 
 export const USERS = 100_000;
 /** Project API key of the bench project. */
 export const TOKEN = 'phc_benchProjectToken000000000001';
 
-/** mulberry32: seeded PRNG so every run uses the same workload. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The group keys the `org-NN` flags match. */
 export const COMPANIES = Array.from({ length: 10 }, (_, i) => `company-${i * 7}`);

@@ -12,16 +12,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PostHog } from 'posthog-node';
 import { compileProject, evaluateFlags, type FlagDefinition, type ProjectDefinitions } from '../../src/evaluation/index.js';
+import { prng } from '../support/prng.js';
 
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const PLANS = ['free', 'pro', 'Enterprise', 'starter'];
 const COUNTRIES = ['US', 'FR', 'de', 'JP'];

@@ -9,6 +9,7 @@ import {
   compileProject, evaluateFlags, serializeFlagsV1, serializeFlagsV2, toDecide, toFlagsV1, toFlagsV2, type EvaluationResult,
   type FlagDefinition,
 } from '../../src/evaluation/index.js';
+import { prng } from '../support/prng.js';
 
 const reason = (code: string, index: number | null, description: string) => ({ code, condition_index: index, description });
 const meta = (id: number, payload: string | null) => ({ id, version: 1, payload, description: null });
@@ -67,16 +68,6 @@ test('v2 wire JSON: failed appears only on error entries; top-level key order', 
   assert.deepEqual(Object.keys(JSON.parse(body)), ['errorsWhileComputingFlags', 'flags', 'requestId', 'evaluatedAt']);
 });
 
-/** Seeded PRNG (mulberry32). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function randomProject(rnd: () => number): FlagDefinition[] {
   const pick = <T>(xs: T[]): T => xs[Math.floor(rnd() * xs.length)]!;

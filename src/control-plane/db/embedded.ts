@@ -20,6 +20,7 @@ export interface EmbeddedCluster {
   stop(): Promise<void>;
 }
 
+/** Options of {@link startEmbeddedPostgres}. */
 export interface EmbeddedOptions {
   /** Directory that holds the cluster's data files. */
   dataDir: string;

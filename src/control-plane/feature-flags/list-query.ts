@@ -10,6 +10,7 @@ import { errors } from '../../errors.js';
 
 /** Sortable fields (`order=<field>` or `order=-<field>`). */
 export const ORDER_FIELDS = ['created_at', 'updated_at', 'key', 'name', 'id', 'active', 'version', 'last_called_at', 'created_by_id', 'evaluation_runtime'] as const;
+/** One of {@link ORDER_FIELDS}. */
 export type OrderField = typeof ORDER_FIELDS[number];
 
 /** The parsed filters of a flag list. */

@@ -32,10 +32,12 @@ export const ACK_TIMEOUT_MS = 30_000;
 export const IDLE_POLL_MS = 1_000;
 /** Reconnect backoff: base and cap in milliseconds; delay = random(0, min(cap, base·2^attempt)). */
 export const BACKOFF_BASE_MS = 200;
+/** Reconnect backoff cap in milliseconds (see {@link BACKOFF_BASE_MS}). */
 export const BACKOFF_CAP_MS = 10_000;
 
-/** `IngestBatch` / `IngestAck` as the client writes and reads them. */
+/** `IngestBatch` as the client writes it (`events`: msgpack array of CapturedEvent). */
 export interface IngestBatchOut { batch_id: string; events: Buffer }
+/** `IngestAck` as the client reads it. */
 export interface IngestAckIn { batch_id: string }
 /** A client-side Ingest call. */
 export type IngestClientCall = grpc.ClientDuplexStream<IngestBatchOut, IngestAckIn>;

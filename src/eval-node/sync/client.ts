@@ -21,6 +21,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log.js';
 import { switchyardService } from '../../grpc/loader.js';
+import { clusterTokenMetadata } from '../../grpc/metadata.js';
 import { decodePayload } from '../../grpc/payload.js';
 import { parseRevision, type ChangeMessage, type WatchEvent, type WatchRequest } from '../../grpc/messages.js';
 import type { StoreChange, WritableNodeStore } from '../store/lmdb.js';
@@ -113,8 +114,7 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
     // Change batches are capped at ~1 MiB by the server; one entity may be larger.
     'grpc.max_receive_message_length': MAX_RECEIVE_MESSAGE_BYTES,
   });
-  const metadata = new grpc.Metadata();
-  metadata.set('authorization', `Bearer ${opts.clusterToken}`);
+  const metadata = clusterTokenMetadata(opts.clusterToken);
 
   const st: SyncState = {
     connected: false, revision: store.revision(), controlPlaneRevision: 0, lag: 0, lastChangeAtMs: null,

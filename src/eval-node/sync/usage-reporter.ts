@@ -10,6 +10,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log.js';
 import { switchyardService } from '../../grpc/loader.js';
+import { clusterTokenMetadata } from '../../grpc/metadata.js';
 
 /** Period between reports, in milliseconds. */
 export const USAGE_REPORT_INTERVAL_MS = 10_000;
@@ -53,8 +54,7 @@ export function startUsageReporter(opts: UsageReporterOptions, parentLog: Logger
   const client = new Service(opts.controlPlane, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
     ReportUsage(req: unknown, md: grpc.Metadata, o: grpc.CallOptions, cb: (err: grpc.ServiceError | null) => void): void;
   };
-  const md = new grpc.Metadata();
-  md.set('authorization', `Bearer ${opts.clusterToken}`);
+  const md = clusterTokenMetadata(opts.clusterToken);
   let pending = new Map<number, number>();
   let inFlight: Promise<boolean> | null = null;
   let failures = 0;

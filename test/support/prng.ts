@@ -1,0 +1,13 @@
+/**
+ * mulberry32: a small seeded PRNG, so randomised tests and benchmark workloads are the same on
+ * every run. Returns a function giving floats in [0, 1).
+ */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
