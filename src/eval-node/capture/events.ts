@@ -14,6 +14,9 @@
  * Pure apart from uuid generation; `now` is a parameter.
  */
 import crypto from 'node:crypto';
+import { MAX_DISTINCT_ID_CHARS } from '../../limits.js';
+
+export { MAX_DISTINCT_ID_CHARS };
 
 /** A capture request rejected with a PostHog status (400 / 401) and capture-rs message. */
 export class CaptureRequestError extends Error {
@@ -35,8 +38,6 @@ export interface ParsedCapture { token: string; events: CapturedEventDraft[] }
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const UUID_RE = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
-/** capture-rs truncates distinct ids to this many characters. */
-export const MAX_DISTINCT_ID_CHARS = 200;
 /** Longest project token accepted (capture-rs `validate_token`). */
 export const MAX_TOKEN_CHARS = 64;
 /** Events dated further than this into the future are re-dated to now (plugin-server). */

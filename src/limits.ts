@@ -1,0 +1,64 @@
+/**
+ * The bounds every layer applies to public input (issue 8, "Hardening"): one place, so the
+ * edge (capture, `/flags`, the management API), ingestion, the change feed and the node's
+ * store agree on what can ever reach them. A value the edge accepts must be one that every
+ * later stage (msgpackr, LMDB keys, Postgres btree indexes, our own recursive code) can carry.
+ *
+ * Pure: no IO. The README "Limits" table lists these numbers.
+ */
+
+/**
+ * Longest distinct id, in UTF-16 code units (capture-rs truncates at 200 characters). Ids and
+ * aliases longer than this are truncated at capture and refused everywhere they become keys.
+ */
+export const MAX_DISTINCT_ID_CHARS = 200;
+
+/**
+ * Deepest nesting of a JSON value (objects and arrays) accepted anywhere: event properties,
+ * `$set`/`$set_once`, person and group properties, flag `filters`, request bodies. 128 is
+ * serde_json's recursion limit, so PostHog's Rust services refuse what we refuse; msgpackr's
+ * recursive codec overflows the stack near 1,250.
+ */
+export const MAX_JSON_DEPTH = 128;
+
+/**
+ * Largest JSON-encoded size of one person's or group's stored properties, in bytes. An update
+ * that would grow them past this is not applied (the event is still stored).
+ */
+export const MAX_PROPERTIES_BYTES = 512 * 1024;
+
+/** Largest size of one captured event, JSON-encoded, in bytes (capture-rs: 1 MiB). */
+export const MAX_EVENT_BYTES = 1024 * 1024;
+
+/** LMDB's largest key, in bytes (lmdb-js default build: 1978). Keys are built to stay under it. */
+export const LMDB_MAX_KEY_BYTES = 1978;
+
+/**
+ * Depth of `value`: 0 for a scalar, 1 for `{}` or `[]`, 1 + the deepest child otherwise.
+ * Iterative (an explicit stack), so it cannot itself overflow the call stack, and it stops as
+ * soon as `limit` is passed: cost O(nodes visited), at most the whole value.
+ * @returns the depth, or `limit + 1` as soon as the value is known to be deeper than `limit`.
+ */
+export function jsonDepth(value: unknown, limit: number = MAX_JSON_DEPTH): number {
+  if (typeof value !== 'object' || value === null) return 0;
+  let max = 0;
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, d] = stack.pop()!;
+    if (d > max) { max = d; if (max > limit) return limit + 1; }
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) { const c = v[i]; if (typeof c === 'object' && c !== null) stack.push([c, d + 1]); }
+    } else {
+      for (const k in v as Record<string, unknown>) {
+        const c = (v as Record<string, unknown>)[k];
+        if (typeof c === 'object' && c !== null) stack.push([c, d + 1]);
+      }
+    }
+  }
+  return max;
+}
+
+/** True when `value` nests deeper than `limit` (default {@link MAX_JSON_DEPTH}). */
+export function tooDeep(value: unknown, limit: number = MAX_JSON_DEPTH): boolean {
+  return jsonDepth(value, limit) > limit;
+}
