@@ -30,6 +30,22 @@ export const MAX_PROPERTIES_BYTES = 512 * 1024;
 /** Largest size of one captured event, JSON-encoded, in bytes (capture-rs: 1 MiB). */
 export const MAX_EVENT_BYTES = 1024 * 1024;
 
+/**
+ * Deepest msgpack payload carried between processes (gRPC entity and event payloads) and kept
+ * in the node's LMDB: twice {@link MAX_JSON_DEPTH}, room for the envelope (entity, filters,
+ * event) around a body the edge bounded, and far below msgpackr's stack overflow (~1,250).
+ * Deeper payloads are refused by the codec (src/grpc/payload.ts) instead of crashing it.
+ */
+export const MAX_PAYLOAD_DEPTH = 2 * MAX_JSON_DEPTH;
+
+/**
+ * Longest id (distinct id, group key, token, entity id) used verbatim inside an LMDB key, in
+ * UTF-16 code units; longer ids are replaced by a fixed-size digest in the key (at most 3 bytes
+ * per code unit, so 400 code units stay well under {@link LMDB_MAX_KEY_BYTES} with the other
+ * key parts).
+ */
+export const MAX_KEY_PART_CHARS = 400;
+
 /** LMDB's largest key, in bytes (lmdb-js default build: 1978). Keys are built to stay under it. */
 export const LMDB_MAX_KEY_BYTES = 1978;
 

@@ -8,7 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import { openNodeStore, type NodeStore } from './store/lmdb.js';
+import type { NodeStore } from './store/lmdb.js';
+import { openCheckedStore } from './store/recover.js';
 import { startWatchClient, type WatchClient, type WatchClientOptions } from './sync/client.js';
 
 /** Location of the node's LMDB environment inside the data dir. */
@@ -35,14 +36,15 @@ export interface EvalNodeOptions {
 }
 
 /**
- * Opens the store and starts syncing from `config.controlPlane`; resolves as soon as the
- * store is open (it does not wait for the control plane).
+ * Opens the store (moving a damaged or outdated one aside: store/recover.ts) and starts syncing
+ * from `config.controlPlane`; resolves as soon as the store is open (it does not wait for the
+ * control plane).
  * @throws when config.clusterToken is null, or the store cannot be opened.
  */
 export async function startEvalNode(config: Config, log: Logger, opts: EvalNodeOptions = {}): Promise<EvalNode> {
   if (config.clusterToken === null) throw new Error('SWITCHYARD_CLUSTER_TOKEN is required to run an evaluation node');
   const nlog = log.child({ component: 'eval-node' });
-  const store = openNodeStore(nodeStorePath(config));
+  const store = await openCheckedStore(nodeStorePath(config), nlog);
   nlog.info({ revision: store.revision(), complete_snapshot: store.hasCompleteSnapshot(), path: nodeStorePath(config) }, 'node store open');
   const nodeId = opts.nodeId ?? `${os.hostname()}:${process.pid}`;
   const sync = startWatchClient(store, {

@@ -175,10 +175,12 @@ export interface NodeProcess {
   url: string;
   /** Sends `signal` and waits for the exit. */
   kill(signal?: NodeJS.Signals): Promise<void>;
+  /** Everything the child wrote to stdout and stderr so far. */
+  output(): string;
 }
 
-/** Starts `node dist/src/cli.js eval-node` on `dataDir` and a fixed free port; waits for it to listen. */
-export async function spawnNode(c: SystemCluster, dataDir: string, port?: number): Promise<NodeProcess> {
+/** Starts `node dist/src/cli.js eval-node` on `dataDir` and a fixed free port (`env` added to its environment); waits for it to listen. */
+export async function spawnNode(c: SystemCluster, dataDir: string, port?: number, env: Record<string, string> = {}): Promise<NodeProcess> {
   const flagsPort = port ?? await freePort();
   const child = spawn(process.execPath, [path.join(distDir, 'src', 'cli.js'), 'eval-node'], {
     env: {
@@ -189,6 +191,7 @@ export async function spawnNode(c: SystemCluster, dataDir: string, port?: number
       SWITCHYARD_CONTROL_PLANE: c.controlPlane,
       SWITCHYARD_CLUSTER_TOKEN: c.t.config.clusterToken!,
       SWITCHYARD_LOG_LEVEL: 'silent',
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -199,6 +202,7 @@ export async function spawnNode(c: SystemCluster, dataDir: string, port?: number
   const url = `http://127.0.0.1:${flagsPort}`;
   const proc: NodeProcess = {
     child, url,
+    output: () => output,
     async kill(signal = 'SIGTERM') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);

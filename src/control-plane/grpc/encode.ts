@@ -2,11 +2,15 @@
  * Change-log rows and snapshot entities → `Change` messages of proto/switchyard.proto
  * (revision and project id as int64 strings, payload as msgpack, empty for deletes).
  */
-import { encodePayload } from '../../grpc/payload.js';
+import { encodePayload, PayloadError, UNENCODABLE_PAYLOAD } from '../../grpc/payload.js';
 import { formatRevision, type ChangeMessage } from '../../grpc/messages.js';
 import type { ChangeRow } from '../change-log/store.js';
 
-/** Builds one Change; `projectId` null (cluster-wide) goes out as 0. */
+/**
+ * Builds one Change; `projectId` null (cluster-wide) goes out as 0. An entity too deep to
+ * encode (issue 8 item 1: stored before the edge bounded depth) goes out with
+ * {@link UNENCODABLE_PAYLOAD}, which nodes skip and report, instead of failing the stream.
+ */
 export function changeMessage(revision: number, kind: string, entityId: string, projectId: number | null, op: 'upsert' | 'delete', payload: unknown): ChangeMessage {
   return {
     revision: formatRevision(revision),
@@ -14,8 +18,17 @@ export function changeMessage(revision: number, kind: string, entityId: string, 
     entity_id: entityId,
     project_id: projectId === null ? '0' : String(projectId),
     op: op === 'upsert' ? 'UPSERT' : 'DELETE',
-    payload: op === 'upsert' ? encodePayload(payload) : Buffer.alloc(0),
+    payload: op === 'upsert' ? encodeOrMark(payload) : Buffer.alloc(0),
   };
+}
+
+function encodeOrMark(payload: unknown): Buffer {
+  try {
+    return encodePayload(payload);
+  } catch (e) {
+    if (e instanceof PayloadError) return UNENCODABLE_PAYLOAD;
+    throw e;
+  }
 }
 
 const encoded = new WeakMap<ChangeRow, ChangeMessage>();

@@ -14,6 +14,7 @@
  * bytes only, not LMDB page overhead.
  */
 import { open, type Database, type RootDatabase } from 'lmdb';
+import { prepareLmdbDir, restrictLmdbFiles } from '../store/files.js';
 import { Packr } from 'msgpackr';
 import type { CapturedEvent } from '../../control-plane/ingestion/types.js';
 
@@ -56,7 +57,9 @@ export class Outbox {
    */
   static open(opts: { path?: string; root?: RootDatabase; maxBytes: number }): Outbox {
     if (!opts.root && !opts.path) throw new Error('Outbox.open needs a path or a root database');
+    if (!opts.root) prepareLmdbDir(opts.path!);
     const root = opts.root ?? open({ path: opts.path! });
+    if (!opts.root) restrictLmdbFiles(opts.path!);
     const db = root.openDB<Buffer, number>({ name: 'capture_outbox', encoding: 'binary' });
     return new Outbox(root, db, !opts.root, opts.maxBytes);
   }

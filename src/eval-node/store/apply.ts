@@ -9,7 +9,7 @@
  *
  * | database   | key                     | value                                  |
  * |------------|-------------------------|----------------------------------------|
- * | entities   | [g, kind, entityId]     | entity (msgpack)                       |
+ * | entities   | [g, kind, entityId]     | entity (msgpack, grpc/payload.ts codec)|
  * | owner      | [g, kind, entityId]     | owning project id (project-scoped only)|
  * | byProject  | [g, projectId, kind]    | entityId (dupSort: one value per entity)|
  * | byToken    | [g, api_token]          | project id                             |
@@ -17,6 +17,9 @@
  * | defsRev    | [g, projectId]          | last revision that changed the project's flags, cohorts or group types |
  * | byDistinctId | [g, projectId, distinctId] | person id (uuid)                   |
  * | overridesByPerson | [g, projectId, personId] | flag key (dupSort)              |
+ *
+ * Every id inside a key goes through `keyPart` (key-part.ts): ids longer than 400 code units
+ * become a fixed-size digest, so no public input can exceed LMDB's key size.
  *
  * `owner` and `byProject` cover only the definition kinds (flags, cohorts, group types), the
  * ones `definitions()` enumerates per project; persons, groups and overrides are reached
@@ -31,6 +34,7 @@
  * matching the snapshot, which omits them (control-plane/grpc/snapshot.ts).
  */
 import type { Database } from 'lmdb';
+import { keyPart } from './key-part.js';
 
 /** Kinds whose changes invalidate a project's compiled definitions. */
 export const DEFINITION_KINDS: ReadonlySet<string> = new Set(['feature_flag', 'cohort', 'group_type_mapping']);
@@ -73,7 +77,7 @@ function unindex(dbs: StoreDbs, gen: number, kind: string, entityId: string, old
   if (old === undefined || old === null || typeof old !== 'object') return;
   if (kind === 'project') {
     const token = (old as { api_token?: unknown }).api_token;
-    if (typeof token === 'string') dbs.byToken.removeSync([gen, token]);
+    if (typeof token === 'string') dbs.byToken.removeSync([gen, keyPart(token)]);
   } else if (kind === 'personal_api_key') {
     const hash = (old as { secure_value?: unknown }).secure_value;
     if (typeof hash === 'string') dbs.byKeyHash.removeSync([gen, hash]);
@@ -82,11 +86,11 @@ function unindex(dbs: StoreDbs, gen: number, kind: string, entityId: string, old
     if (typeof pid !== 'number' || !Array.isArray(ids)) return;
     for (const d of ids) {
       // A merge may already have moved this distinct id to the surviving person in this batch.
-      if (typeof d === 'string' && dbs.byDistinctId.get([gen, pid, d]) === entityId) dbs.byDistinctId.removeSync([gen, pid, d]);
+      if (typeof d === 'string' && dbs.byDistinctId.get([gen, pid, keyPart(d)]) === entityId) dbs.byDistinctId.removeSync([gen, pid, keyPart(d)]);
     }
   } else if (kind === 'hash_key_override') {
     const { project_id: pid, person_id: person, feature_flag_key: key } = old as { project_id?: unknown; person_id?: unknown; feature_flag_key?: unknown };
-    if (typeof pid === 'number' && typeof person === 'string' && typeof key === 'string') dbs.overridesByPerson.removeSync([gen, pid, person], key);
+    if (typeof pid === 'number' && typeof person === 'string' && typeof key === 'string') dbs.overridesByPerson.removeSync([gen, pid, keyPart(person)], key);
   }
 }
 
@@ -95,18 +99,23 @@ function index(dbs: StoreDbs, gen: number, kind: string, entityId: string, entit
   if (typeof entity !== 'object' || entity === null) return;
   if (kind === 'project') {
     const { api_token: token, id } = entity as { api_token?: unknown; id?: unknown };
-    if (typeof token === 'string') dbs.byToken.putSync([gen, token], typeof id === 'number' ? id : Number(entityId));
+    if (typeof token === 'string') dbs.byToken.putSync([gen, keyPart(token)], typeof id === 'number' ? id : Number(entityId));
   } else if (kind === 'personal_api_key') {
     const hash = (entity as { secure_value?: unknown }).secure_value;
     if (typeof hash === 'string') dbs.byKeyHash.putSync([gen, hash], entityId);
   } else if (kind === 'person') {
     const { project_id: pid, distinct_ids: ids } = entity as { project_id?: unknown; distinct_ids?: unknown };
     if (typeof pid !== 'number' || !Array.isArray(ids)) return;
-    for (const d of ids) if (typeof d === 'string') dbs.byDistinctId.putSync([gen, pid, d], entityId);
+    for (const d of ids) if (typeof d === 'string') dbs.byDistinctId.putSync([gen, pid, keyPart(d)], entityId);
   } else if (kind === 'hash_key_override') {
     const { project_id: pid, person_id: person, feature_flag_key: key } = entity as { project_id?: unknown; person_id?: unknown; feature_flag_key?: unknown };
-    if (typeof pid === 'number' && typeof person === 'string' && typeof key === 'string') dbs.overridesByPerson.putSync([gen, pid, person], key);
+    if (typeof pid === 'number' && typeof person === 'string' && typeof key === 'string') dbs.overridesByPerson.putSync([gen, pid, keyPart(person)], key);
   }
+}
+
+/** Key of an entity in `entities` and `owner`: [gen, kind, keyPart(entityId)]. */
+export function entityKey(gen: number, kind: string, entityId: string): GenKey {
+  return [gen, kind, keyPart(entityId)];
 }
 
 /**
@@ -115,7 +124,7 @@ function index(dbs: StoreDbs, gen: number, kind: string, entityId: string, entit
  */
 export function applyChange(dbs: StoreDbs, gen: number, change: StoreChange, revision: number, touched: Set<number | null>): void {
   const { kind, entityId } = change;
-  const key: GenKey = [gen, kind, entityId];
+  const key = entityKey(gen, kind, entityId);
   const remove = change.op === 'delete' || isDeletedPayload(kind, change.payload);
 
   unindex(dbs, gen, kind, entityId, dbs.entities.get(key));

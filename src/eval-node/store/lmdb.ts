@@ -4,7 +4,8 @@
  * HTTP layer and (read-only, same environment) by the worker threads.
  *
  * Atomicity:
- * - a tail batch and its revision are written in ONE LMDB transaction ({@link WritableNodeStore.applyBatch});
+ * - a tail batch and its revision are written in ONE LMDB transaction ({@link WritableNodeStore.applyBatch}),
+ *   aborted as a whole when any change in it throws;
  * - a snapshot is staged under a new *generation* (every key starts with it, see apply.ts) in as
  *   many transactions as it takes, and swapped in by ONE transaction that sets the active
  *   generation, the revision and the `complete_snapshot` marker. Readers resolve the active
@@ -18,17 +19,22 @@
  * definitions revision moves. Both checks work in read-only worker threads, which never see
  * {@link NodeStore.onApplied}.
  */
-import fs from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import type {
   CohortEntity, FeatureFlagEntity, GroupTypeMappingEntity, OrganizationEntity, PersonalApiKeyEntity, ProjectEntity,
 } from '../../control-plane/change-log/entities.js';
-import { applyChange, type GenKey, type StoreChange, type StoreDbs } from './apply.js';
+import { unpackTrusted, encodePayload } from '../../grpc/payload.js';
+import { applyChange, entityKey, type GenKey, type StoreChange, type StoreDbs } from './apply.js';
+import { keyPart, wasDigested } from './key-part.js';
+import { prepareLmdbDir, restrictLmdbFiles } from './files.js';
 
 export type { StoreChange };
 
-/** On-disk layout version, checked on open. */
-export const STORE_FORMAT = 1;
+/**
+ * On-disk layout version, checked on open; a store of another version is moved aside and
+ * rebuilt (node.ts). 2: entities in the grpc/payload.ts codec, ids in keys via key-part.ts.
+ */
+export const STORE_FORMAT = 2;
 /** Keys removed per transaction (and per write-queue slot) when dropping a superseded generation. */
 export const DROP_CHUNK_KEYS = 5_000;
 
@@ -60,6 +66,12 @@ export interface NodeStore {
   revision(): number;
   /** True once a complete snapshot has ever been applied (`/_ready`). */
   hasCompleteSnapshot(): boolean;
+  /**
+   * Entity reads of this store instance that failed to decode since it was opened (damaged
+   * pages, issue 8 item 6). A node with any is not ready (http/probes.ts); the next start's
+   * probe moves the store aside (recover.ts).
+   */
+  readErrors(): number;
   /** Project by its API key (`phc_…`). */
   projectByToken(token: string): ProjectEntity | undefined;
   /** Project by id. */
@@ -111,6 +123,32 @@ export class StoreStateError extends Error {
 
 type Meta = Database<unknown, string>;
 
+/** Thrown when a stored entity cannot be decoded: the store's pages are damaged (issue 8 item 6). */
+export class StoreCorruptionError extends Error {
+  constructor(message: string) { super(message); this.name = 'StoreCorruptionError'; }
+}
+
+/**
+ * Value codec of the `entities` database: the gRPC payload codec (grpc/payload.ts), so an
+ * entity is stored as the msgpack it arrived in and `__proto__` keys survive (issue 8 item 8).
+ * lmdb-js hands `decode` a reused buffer whose logical size is `bytes.length` (get) or the
+ * second argument (range reads); the codec copies everything it keeps. A value that does not
+ * decode calls `onError` and throws {@link StoreCorruptionError}.
+ */
+function entityCodec(onError: () => void): { encode(value: unknown): Buffer; decode(bytes: Uint8Array, size?: unknown): unknown } {
+  return {
+    encode: (value) => encodePayload(value),
+    decode: (bytes, size) => {
+      try {
+        return unpackTrusted(Buffer.from(bytes.buffer, bytes.byteOffset, typeof size === 'number' ? size : bytes.length));
+      } catch (e) {
+        onError();
+        throw new StoreCorruptionError(`a stored entity does not decode (damaged store): ${(e as Error).message}`);
+      }
+    },
+  };
+}
+
 /** The one meta record every read resolves first: written atomically with the data it describes. */
 interface MetaState {
   /** Active generation (key prefix of the live state). */
@@ -147,13 +185,15 @@ export const TENANCY_CACHE_MAX = 10_000;
  */
 export function openNodeStore(path: string, opts: { readOnly?: boolean } = {}): WritableNodeStore {
   const readOnly = opts.readOnly ?? false;
-  if (!readOnly) fs.mkdirSync(path, { recursive: true });
+  let readErrors = 0;
+  if (!readOnly) prepareLmdbDir(path);
   const root: RootDatabase = open({ path, maxDbs: 16, readOnly, encoding: 'msgpack' });
+  if (!readOnly) restrictLmdbFiles(path);
   const db = <V>(name: string, extra: { dupSort?: boolean } = {}): Database<V, GenKey> =>
     root.openDB<V, GenKey>({ name, encoding: 'msgpack', ...extra });
   const meta = root.openDB<unknown, string>({ name: 'meta', encoding: 'msgpack' }) as Meta;
   const dbs: StoreDbs = {
-    entities: db('entities'),
+    entities: root.openDB<unknown, GenKey>({ name: 'entities', encoder: entityCodec(() => { readErrors++; }) } as never),
     owner: db('owner'),
     byProject: db('by_project', { dupSort: true }),
     byToken: db('by_token'),
@@ -274,43 +314,47 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean } = {}): 
   const store: WritableNodeStore = {
     revision: () => state().revision,
     hasCompleteSnapshot: () => state().complete,
+    readErrors: () => readErrors,
 
     projectByToken(token) {
       const st = state();
       return memo(tenancyCaches(st).tokens, token, () => {
-        const id = dbs.byToken.get([st.gen, token]);
-        return id === undefined ? undefined : dbs.entities.get([st.gen, 'project', String(id)]) as ProjectEntity | undefined;
+        const id = dbs.byToken.get([st.gen, keyPart(token)]);
+        const p = id === undefined ? undefined : dbs.entities.get(entityKey(st.gen, 'project', String(id))) as ProjectEntity | undefined;
+        return p !== undefined && wasDigested(token) && p.api_token !== token ? undefined : p;
       });
     },
     project(id) {
       const st = state();
-      return memo(tenancyCaches(st).projects, id, () => dbs.entities.get([st.gen, 'project', String(id)]) as ProjectEntity | undefined);
+      return memo(tenancyCaches(st).projects, id, () => dbs.entities.get(entityKey(st.gen, 'project', String(id))) as ProjectEntity | undefined);
     },
     organization(id) {
       const st = state();
-      return memo(tenancyCaches(st).orgs, id, () => dbs.entities.get([st.gen, 'organization', String(id)]) as OrganizationEntity | undefined);
+      return memo(tenancyCaches(st).orgs, id, () => dbs.entities.get(entityKey(st.gen, 'organization', String(id))) as OrganizationEntity | undefined);
     },
     personalApiKeyByHash(secureValue) {
       const st = state();
       return memo(tenancyCaches(st).keys, secureValue, () => {
         const id = dbs.byKeyHash.get([st.gen, secureValue]);
-        return id === undefined ? undefined : dbs.entities.get([st.gen, 'personal_api_key', id]) as PersonalApiKeyEntity | undefined;
+        return id === undefined ? undefined : dbs.entities.get(entityKey(st.gen, 'personal_api_key', id)) as PersonalApiKeyEntity | undefined;
       });
     },
 
     personByDistinctId(projectId, distinctId) {
       const g = state().gen;
-      const id = dbs.byDistinctId.get([g, projectId, distinctId]);
-      return id === undefined ? undefined : dbs.entities.get([g, 'person', id]) as NodePerson | undefined;
+      const id = dbs.byDistinctId.get([g, projectId, keyPart(distinctId)]);
+      const person = id === undefined ? undefined : dbs.entities.get(entityKey(g, 'person', id)) as NodePerson | undefined;
+      return person !== undefined && wasDigested(distinctId) && !person.distinct_ids.includes(distinctId) ? undefined : person;
     },
     group(projectId, groupTypeIndex, groupKey) {
-      return dbs.entities.get([state().gen, 'group', `${projectId}:${groupTypeIndex}:${groupKey}`]) as NodeGroup | undefined;
+      const g = dbs.entities.get(entityKey(state().gen, 'group', `${projectId}:${groupTypeIndex}:${groupKey}`)) as NodeGroup | undefined;
+      return g !== undefined && wasDigested(groupKey) && g.group_key !== groupKey ? undefined : g;
     },
     hashKeyOverrides(projectId, personId) {
       const g = state().gen;
       const out: Record<string, string> = {};
-      for (const flagKey of dbs.overridesByPerson.getValues([g, projectId, personId])) {
-        const o = dbs.entities.get([g, 'hash_key_override', `${projectId}:${personId}:${flagKey}`]) as NodeHashKeyOverride | undefined;
+      for (const flagKey of dbs.overridesByPerson.getValues([g, projectId, keyPart(personId)])) {
+        const o = dbs.entities.get(entityKey(g, 'hash_key_override', `${projectId}:${personId}:${flagKey}`)) as NodeHashKeyOverride | undefined;
         if (o) out[flagKey] = o.hash_key;
       }
       return out;
@@ -326,7 +370,7 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean } = {}): 
       const load = <T>(kind: string): T[] => {
         const out: T[] = [];
         for (const id of dbs.byProject.getValues([g, projectId, kind])) {
-          const e = dbs.entities.get([g, kind, id]);
+          const e = dbs.entities.get(entityKey(g, kind, id));
           if (e !== undefined) out.push(e as T);
         }
         return out;
@@ -355,7 +399,10 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean } = {}): 
         const touched = new Set<number | null>();
         const tenancy = changes.some((c) => TENANCY_KINDS.has(c.kind));
         const next: MetaState = { ...mem, revision, tenancy: mem.tenancy + (tenancy ? 1 : 0) };
-        await root.transaction(() => {
+        // A child transaction: a change that throws aborts the whole batch (lmdb-js commits the
+        // earlier writes of a throwing plain `transaction` callback), so the caller can retry
+        // change by change without leaving half of one applied.
+        await root.childTransaction(() => {
           for (const c of changes) applyChange(dbs, next.gen, c, revision, touched);
           putState(next);
         });
@@ -378,7 +425,7 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean } = {}): 
       return enqueue(async () => {
         const s = staging;
         if (!s) throw new StoreStateError('stageSnapshot without beginSnapshot');
-        await root.transaction(() => {
+        await root.childTransaction(() => {
           for (const c of changes) applyChange(dbs, s.gen, c, s.revision, s.touched);
         });
       });

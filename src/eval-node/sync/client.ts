@@ -12,10 +12,20 @@
  * Events are applied strictly in order by one drain loop; when the queue passes
  * {@link QUEUE_HIGH_WATER} changes the stream is paused (HTTP/2 flow control pushes back to the server).
  *
+ * A change that cannot be decoded or applied (issue 8 item 1: a payload too deep for msgpack, a
+ * forged or legacy entity LMDB refuses) must not stall the feed behind it: a failed batch is
+ * retried change by change, each in its own transaction, and each change that still fails is
+ * skipped: logged at error level with its revision, kind, entity id and project, and counted
+ * (`skippedChanges`, `lastSkippedRevision`; `/metrics`). A failure that is not the change's
+ * (the store cannot write even a bare revision) fails the stream instead.
+ *
  * When the stream ends (error, server gone, {@link WATCH_IDLE_TIMEOUT_MS} without any event)
  * the client drains what it received, then reconnects after `backoffDelayMs(attempt)`
- * (backoff.ts); `attempt` resets after a stream that delivered at least one event. The store
- * stays readable throughout. Statuses are kept in `state().lastError` (UNAUTHENTICATED for a
+ * (backoff.ts); `attempt` resets only after a stream that made progress: it advanced the
+ * applied revision, completed a snapshot, or stayed healthy for {@link HEALTHY_STREAM_MS}.
+ * Delivering something is not progress (issue 8 item 1: a stream that delivered a change it
+ * could not apply used to reconnect at once, forever). The control plane's revision is noted
+ * on receipt, so lag is truthful even while applying fails. The store stays readable throughout. Statuses are kept in `state().lastError` (UNAUTHENTICATED for a
  * wrong cluster token: nothing is applied, retries continue at the capped delay).
  */
 import * as grpc from '@grpc/grpc-js';
@@ -33,6 +43,8 @@ export const WATCH_IDLE_TIMEOUT_MS = 35_000;
 export const QUEUE_HIGH_WATER = 20_000;
 /** Most changes written in one LMDB transaction. */
 export const MAX_BATCH_CHANGES = 5_000;
+/** A stream open this long without failing counts as progress for the backoff, in ms. */
+export const HEALTHY_STREAM_MS = 60_000;
 /** Largest Watch message accepted, in bytes (grpc-js default is 4 MiB). */
 export const MAX_RECEIVE_MESSAGE_BYTES = 64 * 1024 * 1024;
 /** HTTP/2 keep-alive ping interval on the channel, in ms. */
@@ -62,6 +74,10 @@ export interface SyncState {
   streamsOpened: number;
   /** Status of the last failed stream, or null. */
   lastError: { code: number; details: string } | null;
+  /** Changes skipped since start because they could not be decoded or applied. */
+  skippedChanges: number;
+  /** Revision of the last skipped change (0 = none). */
+  lastSkippedRevision: number;
 }
 
 /** Options of {@link startWatchClient}. */
@@ -119,6 +135,7 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
   const st: SyncState = {
     connected: false, revision: store.revision(), controlPlaneRevision: 0, lag: 0, lastChangeAtMs: null,
     snapshotting: false, snapshotStaged: 0, snapshotsApplied: 0, streamsOpened: 0, lastError: null,
+    skippedChanges: 0, lastSkippedRevision: 0,
   };
   let closed = false;
   let current: grpc.ClientReadableStream<WatchEvent> | null = null;
@@ -126,14 +143,79 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
   /** Consecutive streams that ended without delivering anything. */
   let failures = 0;
 
+  /** The control plane's head as far as `ev` shows it (lag stays truthful while applying fails). */
+  const noteRevision = (ev: WatchEvent): void => {
+    try {
+      if (ev.event === 'change') seen(parseRevision(ev.change.revision));
+      else if (ev.event === 'changes' && ev.changes.changes.length > 0) seen(parseRevision(ev.changes.changes[ev.changes.changes.length - 1]!.revision));
+    } catch { /* a malformed revision fails the stream when applied */ }
+  };
   const seen = (rev: number): void => {
     if (rev > st.controlPlaneRevision) st.controlPlaneRevision = rev;
     st.revision = store.revision();
     st.lag = Math.max(0, st.controlPlaneRevision - st.revision);
   };
 
-  /** Runs one stream to its end; resolves whether it delivered any event. */
+  /** Reports a change that is skipped (see the module doc). */
+  const skip = (c: ChangeMessage, err: unknown): void => {
+    st.skippedChanges++;
+    let revision = 0;
+    try { revision = parseRevision(c.revision); } catch { /* reported as 0 */ }
+    if (revision > st.lastSkippedRevision) st.lastSkippedRevision = revision;
+    log.error({ err, revision, kind: c.kind, entity_id: c.entity_id.slice(0, 200), project_id: c.project_id, op: c.op },
+      'change cannot be applied; skipped');
+  };
+  /** Decodes `c`; null (reported) when its payload cannot be decoded. */
+  const decodeOrSkip = (c: ChangeMessage): StoreChange | null => {
+    try { return toStoreChange(c); } catch (err) { skip(c, err); return null; }
+  };
+  /**
+   * Writes one tail batch (revisions ascending, all above the store's) and sets `revision`:
+   * one transaction when every change applies, else one per change, skipping those that fail.
+   * @throws when even a bare revision cannot be written (the store, not a change, is failing).
+   */
+  const applyTail = async (changes: readonly ChangeMessage[], revision: number): Promise<void> => {
+    const decoded: [ChangeMessage, StoreChange][] = [];
+    for (const c of changes) { const sc = decodeOrSkip(c); if (sc !== null) decoded.push([c, sc]); }
+    try {
+      await store.applyBatch(decoded.map((d) => d[1]), revision);
+      return;
+    } catch (err) {
+      log.warn({ err, revision, changes: decoded.length }, 'batch failed; applying its changes one by one');
+    }
+    for (const [c, sc] of decoded) {
+      const rev = parseRevision(c.revision);
+      try { await store.applyBatch([sc], rev); } catch (err) {
+        await store.applyBatch([], rev); // throws when the store itself cannot write
+        skip(c, err);
+      }
+    }
+    if (store.revision() < revision) await store.applyBatch([], revision);
+  };
+  /** Stages snapshot entities, skipping (and reporting) those that cannot be decoded or written. */
+  const stageIsolated = async (changes: readonly ChangeMessage[]): Promise<void> => {
+    const decoded: [ChangeMessage, StoreChange][] = [];
+    for (const c of changes) { const sc = decodeOrSkip(c); if (sc !== null) decoded.push([c, sc]); }
+    try {
+      await store.stageSnapshot(decoded.map((d) => d[1]));
+      return;
+    } catch (err) {
+      log.warn({ err, changes: decoded.length }, 'snapshot chunk failed; staging its entities one by one');
+    }
+    let failed = 0;
+    for (const [c, sc] of decoded) {
+      try { await store.stageSnapshot([sc]); } catch (err) { skip(c, err); failed++; }
+    }
+    // Not one entity could be written: the store is failing, not the entities.
+    if (failed === decoded.length && failed > 1) throw new Error('snapshot staging fails for every entity');
+  };
+
+  /** Runs one stream to its end; resolves whether it made progress (see the module doc). */
   const runStream = (): Promise<boolean> => new Promise<boolean>((resolve) => {
+    const openedAt = Date.now();
+    const startRevision = store.revision();
+    let completedSnapshot = false;
+    let failedApplying = false;
     const request: WatchRequest = { from_revision: String(store.revision()), node_id: opts.nodeId };
     const call = (client as unknown as { Watch(req: WatchRequest, md: grpc.Metadata): grpc.ClientReadableStream<WatchEvent> }).Watch(request, metadata);
     current = call;
@@ -193,14 +275,14 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
           case 'changes': {
             const batch = takeChanges();
             if (snapshot) {
-              await store.stageSnapshot(batch.map(toStoreChange));
+              await stageIsolated(batch);
               st.snapshotStaged += batch.length;
             } else {
               const from = store.revision();
               const fresh = batch.filter((c) => parseRevision(c.revision) > from);
               if (fresh.length > 0) {
                 const revision = parseRevision(fresh[fresh.length - 1]!.revision);
-                await store.applyBatch(fresh.map(toStoreChange), revision);
+                await applyTail(fresh, revision);
                 st.lastChangeAtMs = Date.now();
                 seen(revision);
               }
@@ -215,6 +297,7 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
             snapshot = null;
             st.snapshotting = false;
             st.snapshotsApplied++;
+            completedSnapshot = true;
             st.lastChangeAtMs = Date.now();
             seen(revision);
             log.info({ revision, entities: st.snapshotStaged }, 'snapshot applied');
@@ -235,6 +318,7 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
       if (draining) return;
       draining = drain().catch((err: unknown) => {
         log.error({ err }, 'applying watch events failed; reconnecting');
+        failedApplying = true;
         queue.length = 0;
         queuedChanges = 0;
         call.cancel();
@@ -258,12 +342,14 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
         st.snapshotting = false;
         await store.abortSnapshot().catch((err: unknown) => log.error({ err }, 'discarding staged snapshot failed'));
       }
-      resolve(delivered);
+      const healthy = delivered && !failedApplying && Date.now() - openedAt >= HEALTHY_STREAM_MS;
+      resolve(store.revision() > startRevision || completedSnapshot || healthy);
     };
 
     call.on('data', (ev: WatchEvent) => {
       if (!delivered) { delivered = true; st.connected = true; st.lastError = null; }
       armIdle();
+      noteRevision(ev);
       queue.push(ev);
       queuedChanges += ev.event === 'change' ? 1 : ev.event === 'changes' ? ev.changes.changes.length : 0;
       if (!paused && queuedChanges >= QUEUE_HIGH_WATER) { paused = true; call.pause(); }
@@ -283,9 +369,9 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
   const loop = async (): Promise<void> => {
     let attempt = 0;
     while (!closed) {
-      const delivered = await runStream();
+      const progressed = await runStream();
       if (closed) break;
-      attempt = delivered ? 0 : attempt + 1;
+      attempt = progressed ? 0 : attempt + 1;
       failures = attempt;
       const delayMs = backoffDelayMs(attempt, policy);
       await new Promise<void>((r) => {
