@@ -45,9 +45,13 @@ export async function startControlPlane(config: Config, log: Logger, databaseUrl
       ready: async () => { await sql`SELECT 1`; return true; },
       metrics: async () => {
         const [row] = await sql<{ r: number | null }[]>`SELECT max(revision) AS r FROM change_log`;
+        const [dead] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM dead_letter_events`;
         return '# HELP switchyard_change_log_revision Highest committed change-log revision.\n'
           + '# TYPE switchyard_change_log_revision gauge\n'
-          + `switchyard_change_log_revision ${row?.r ?? 0}\n`;
+          + `switchyard_change_log_revision ${row?.r ?? 0}\n`
+          + '# HELP switchyard_ingest_dead_letter_events Captured events set aside in dead_letter_events because they can never be ingested.\n'
+          + '# TYPE switchyard_ingest_dead_letter_events gauge\n'
+          + `switchyard_ingest_dead_letter_events ${dead?.n ?? 0}\n`;
       },
     }, config.apiPort);
     const quotaTimer = setInterval(() => {

@@ -24,6 +24,7 @@ import type { CohortScope } from './cohorts.js';
 import type { CompiledProject } from './compiled.js';
 import { truncateScalars, utf8Id, type Utf8Id } from './hash.js';
 import type { EvaluationRequest, StoredContext } from './types.js';
+import { setOwn } from '../own-property.js';
 
 /**
  * Event properties copied to `$initial_X` when the person lacks it: the list PostHog uses for
@@ -47,14 +48,6 @@ const INITIAL_TARGET: ReadonlyMap<string, string> = new Map(
 const EMPTY_PROPS: Readonly<Record<string, unknown>> = Object.freeze({});
 const hasOwn = Object.prototype.hasOwnProperty;
 
-/**
- * `m[k] = v` as an own data property even for `k === '__proto__'` (an assignment would set the
- * prototype instead and lose the property; issue 8 item 8).
- */
-function put(m: Record<string, unknown>, k: string, v: unknown): void {
-  if (k === '__proto__') Object.defineProperty(m, k, { value: v, enumerable: true, writable: true, configurable: true });
-  else m[k] = v;
-}
 
 /** Group key as Rust reads it: string as is, number → decimal string, else "" (research §2.4). */
 export function groupKeyString(v: unknown): string {
@@ -91,9 +84,9 @@ export class RequestScope {
     const stored = this.stored.person_properties;
     const overrides = this.req.person_properties;
     const merged: Record<string, unknown> = {};
-    if (stored) for (const k in stored) if (hasOwn.call(stored, k)) put(merged, k, stored[k]);
+    if (stored) for (const k in stored) if (hasOwn.call(stored, k)) setOwn(merged, k, stored[k]);
     merged.distinct_id = this.distinctId.text;
-    if (overrides) for (const k in overrides) if (hasOwn.call(overrides, k)) put(merged, k, overrides[k]);
+    if (overrides) for (const k in overrides) if (hasOwn.call(overrides, k)) setOwn(merged, k, overrides[k]);
     let fills: string[] | null = null;
     for (const k in merged) {
       const dst = INITIAL_TARGET.get(k);
@@ -116,8 +109,8 @@ export class RequestScope {
     if (!stored && !overrides && !(groups && hasOwn.call(groups, typeName))) merged = EMPTY_PROPS;
     else {
       const m: Record<string, unknown> = {};
-      if (stored) for (const k in stored) if (hasOwn.call(stored, k)) put(m, k, stored[k]);
-      if (overrides) for (const k in overrides) if (hasOwn.call(overrides, k)) put(m, k, overrides[k]);
+      if (stored) for (const k in stored) if (hasOwn.call(stored, k)) setOwn(m, k, stored[k]);
+      if (overrides) for (const k in overrides) if (hasOwn.call(overrides, k)) setOwn(m, k, overrides[k]);
       if (groups && hasOwn.call(groups, typeName)) m.$group_key = groups[typeName];
       merged = m;
     }

@@ -17,11 +17,21 @@ export class MsgpackFormatError extends Error {
  * @throws MsgpackFormatError on truncated or malformed bytes.
  */
 export function msgpackDepth(bytes: Uint8Array, limit: number): number {
+  return msgpackScan(bytes, 0, limit).depth;
+}
+
+/**
+ * Scans the one msgpack value that starts at `start`: where it ends (`end`, exclusive) and how
+ * deep it is (`depth`, as {@link msgpackDepth}). When the value is deeper than `limit` the scan
+ * stops early with `depth` = `limit + 1` and `end` = -1 (the end is not known).
+ * @throws MsgpackFormatError on truncated or malformed bytes.
+ */
+export function msgpackScan(bytes: Uint8Array, start: number, limit: number): { end: number; depth: number } {
   const n = bytes.length;
   /** Items still to read in each open container (maps count keys and values). */
   const open: number[] = [];
   let max = 0;
-  let pos = 0;
+  let pos = start;
   const need = (k: number): void => { if (pos + k > n) throw new MsgpackFormatError('msgpack value is truncated'); };
   const be = (at: number, width: 1 | 2 | 4): number =>
     width === 1 ? bytes[at]! : width === 2 ? (bytes[at]! << 8) | bytes[at + 1]! : ((bytes[at]! * 0x1000000) + ((bytes[at + 1]! << 16) | (bytes[at + 2]! << 8) | bytes[at + 3]!));
@@ -60,10 +70,36 @@ export function msgpackDepth(bytes: Uint8Array, limit: number): number {
     // This value fills one slot of the innermost open container.
     if (open.length > 0) open[open.length - 1]!--;
     if (items >= 0) {
-      if (open.length + 1 > max) { max = open.length + 1; if (max > limit) return limit + 1; }
+      if (open.length + 1 > max) { max = open.length + 1; if (max > limit) return { end: -1, depth: limit + 1 }; }
       if (items > 0) open.push(items);
     }
     while (open.length > 0 && open[open.length - 1] === 0) open.pop();
   } while (open.length > 0);
-  return max;
+  return { end: pos, depth: max };
+}
+
+/**
+ * Splits msgpack bytes holding one array into its elements' bytes and depths, without decoding
+ * them (the scan is iterative, so any depth is measured safely), so a reader can decode each on
+ * its own and set aside those it cannot carry. A malformed element ends the split: its end is
+ * unknown, so `rest` holds it and everything after it.
+ * @returns null when the bytes do not start with a msgpack array.
+ */
+export function splitMsgpackArray(bytes: Uint8Array): { elements: { bytes: Uint8Array; depth: number }[]; rest: Uint8Array | null } | null {
+  if (bytes.length === 0) return null;
+  const t = bytes[0]!;
+  let count: number;
+  let pos: number;
+  if (t >= 0x90 && t <= 0x9f) { count = t & 0x0f; pos = 1; }
+  else if (t === 0xdc && bytes.length >= 3) { count = (bytes[1]! << 8) | bytes[2]!; pos = 3; }
+  else if (t === 0xdd && bytes.length >= 5) { count = (bytes[1]! * 0x1000000) + ((bytes[2]! << 16) | (bytes[3]! << 8) | bytes[4]!); pos = 5; }
+  else return null;
+  const elements: { bytes: Uint8Array; depth: number }[] = [];
+  for (let i = 0; i < count; i++) {
+    let scan: { end: number; depth: number };
+    try { scan = msgpackScan(bytes, pos, Infinity); } catch { return { elements, rest: bytes.subarray(pos) }; }
+    elements.push({ bytes: bytes.subarray(pos, scan.end), depth: scan.depth });
+    pos = scan.end;
+  }
+  return { elements, rest: pos < bytes.length ? bytes.subarray(pos) : null };
 }

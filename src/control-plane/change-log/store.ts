@@ -38,6 +38,8 @@ export interface ChangeRow {
   op: 'upsert' | 'delete';
   payload: unknown;
   created_at: Date;
+  /** Size of the payload as JSON text, in bytes (0 for deletes): what bounds reads and windows. */
+  bytes: number;
 }
 
 /**
@@ -78,11 +80,24 @@ export async function appendChanges(tx: Tx, changes: readonly ChangeInput[]): Pr
   return revisions;
 }
 
-/** Reads up to `limit` changes with revision > `afterRevision`, in revision order. */
-export async function readChangesAfter(sql: Sql, afterRevision: number, limit: number): Promise<ChangeRow[]> {
+/**
+ * Most payload bytes one read returns (issue 8 item 5: 1,000 rows of ~1 MB persons each held a
+ * gigabyte per reader). A read always returns at least one row, whatever its size.
+ */
+export const READ_MAX_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Reads changes with revision > `afterRevision`, in revision order: at most `limit` rows, and
+ * no more rows once {@link READ_MAX_BYTES} (or `maxBytes`) of payload JSON text is reached.
+ */
+export async function readChangesAfter(sql: Sql, afterRevision: number, limit: number, maxBytes: number = READ_MAX_BYTES): Promise<ChangeRow[]> {
   return sql<ChangeRow[]>`
-    SELECT revision, project_id, kind, entity_id, op, payload, created_at
-    FROM change_log WHERE revision > ${afterRevision} ORDER BY revision LIMIT ${limit}`;
+    SELECT revision, project_id, kind, entity_id, op, payload, created_at, bytes FROM (
+      SELECT c.*, sum(c.bytes) OVER (ORDER BY c.revision) - c.bytes AS before FROM (
+        SELECT revision, project_id, kind, entity_id, op, payload, created_at,
+          coalesce(octet_length(payload::text), 0)::int AS bytes
+        FROM change_log WHERE revision > ${afterRevision} ORDER BY revision LIMIT ${limit}) c) w
+    WHERE before < ${maxBytes} ORDER BY revision`;
 }
 
 /** Highest committed revision (0 on an empty log). */

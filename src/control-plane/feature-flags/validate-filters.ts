@@ -25,6 +25,7 @@ import { checkFlagDependencies, type LiveFlagLookup } from './dependencies.js';
 import { pythonJsonDumps } from './json-text.js';
 import { pyStr } from './py-text.js';
 import { MAX_PROPERTY_VALUES, type Filters } from './types.js';
+import { MAX_JSON_DEPTH, tooDeep } from '../../limits.js';
 
 /** A cohort as the checks need it (any cohort of the project, deleted included, as upstream). */
 export interface CohortInfo { id: number; name: string; filters: Record<string, unknown> }
@@ -182,6 +183,10 @@ async function checkCohort(value: unknown, lookups: FilterLookups): Promise<void
 export async function validateFilters(raw: unknown, ctx: FilterContext): Promise<Filters | undefined> {
   if (!isObj(raw)) {
     throw errors.validation(`Expected a dictionary of items but got type "${pyType(raw)}".`, 'filters', 'not_a_dict');
+  }
+  // Issue 8 item 1: nothing deeper than the shared bound may reach the change log and the nodes.
+  if (tooDeep(raw, MAX_JSON_DEPTH)) {
+    throw errors.validation(`Filters may not nest deeper than ${MAX_JSON_DEPTH} levels.`, 'filters', 'invalid_input');
   }
   if (!('groups' in raw) && ctx.mode === 'update') return undefined;
   const filters: Obj = structuredClone(raw);

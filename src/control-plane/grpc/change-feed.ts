@@ -5,7 +5,8 @@
  * Wake-ups come from LISTEN on {@link CHANGE_LOG_CHANNEL} and, as a safety net for
  * notifications lost while the listening connection was down, from a poll every
  * {@link POLL_INTERVAL_MS}. On each wake-up the feed itself reads the new rows ONCE
- * (single-flight) into a window of the last {@link RECENT_WINDOW} changes, then wakes the
+ * (single-flight) into a window of the last {@link RECENT_WINDOW} changes (at most
+ * {@link RECENT_WINDOW_BYTES} of payload), then wakes the
  * subscribers; streams at or near the head are served from that window, so N nodes cost one
  * query per change, not N. A stream further behind than the window reads Postgres directly.
  *
@@ -15,12 +16,14 @@
  */
 import type { Sql } from '../db/connect.js';
 import type { Logger } from '../../log.js';
-import { CHANGE_LOG_CHANNEL, currentRevision, readChangesAfter, type ChangeRow } from '../change-log/store.js';
+import { CHANGE_LOG_CHANNEL, currentRevision, readChangesAfter, READ_MAX_BYTES, type ChangeRow } from '../change-log/store.js';
 
 /** Safety-net poll of the log, in milliseconds. */
 export const POLL_INTERVAL_MS = 5_000;
 /** Changes kept in memory for streams near the head. */
 export const RECENT_WINDOW = 10_000;
+/** Most payload bytes (JSON text) the window keeps, however few rows that is (issue 8 item 5). */
+export const RECENT_WINDOW_BYTES = 64 * 1024 * 1024;
 /** Rows per query when the feed reads new changes. */
 export const FEED_PAGE_SIZE = 1_000;
 
@@ -59,6 +62,8 @@ export async function startChangeFeed(sql: Sql, log: Logger): Promise<ChangeFeed
   let head = await currentRevision(sql);
   let windowStart = head;
   let window: ChangeRow[] = [];
+  /** Sum of `bytes` over `window`. */
+  let windowBytes = 0;
 
   // Single-flight reader: a wake-up during a read schedules exactly one more read.
   let pumping: Promise<void> | null = null;
@@ -74,10 +79,16 @@ export async function startChangeFeed(sql: Sql, log: Logger): Promise<ChangeFeed
           if (rows.length === 0) break;
           window.push(...rows);
           head = rows[rows.length - 1]!.revision;
-          if (window.length > RECENT_WINDOW) {
-            const drop = window.length - RECENT_WINDOW;
+          for (const r of rows) windowBytes += r.bytes;
+          // Bounded by rows and by bytes (issue 8 item 5); the newest row always stays.
+          let drop = Math.max(0, window.length - RECENT_WINDOW);
+          let bytes = windowBytes;
+          for (let i = 0; i < drop; i++) bytes -= window[i]!.bytes;
+          while (bytes > RECENT_WINDOW_BYTES && drop < window.length - 1) bytes -= window[drop++]!.bytes;
+          if (drop > 0) {
             windowStart = window[drop - 1]!.revision;
             window = window.slice(drop);
+            windowBytes = bytes;
           }
           for (const wake of subscribers) wake(head);
           if (rows.length < FEED_PAGE_SIZE) break;
@@ -98,7 +109,10 @@ export async function startChangeFeed(sql: Sql, log: Logger): Promise<ChangeFeed
     async read(after, limit) {
       if (after >= windowStart && after <= head) {
         const i = firstAfter(window, after);
-        return window.slice(i, i + limit);
+        let j = i;
+        let bytes = 0;
+        while (j < window.length && j - i < limit && (j === i || bytes < READ_MAX_BYTES)) bytes += window[j++]!.bytes;
+        return window.slice(i, j);
       }
       return readChangesAfter(sql, after, limit);
     },

@@ -7,20 +7,26 @@
  *
  * Failure answers (the call ends; the node keeps the batch and retries later):
  * - wrong or missing cluster token → UNAUTHENTICATED before any batch is read;
- * - `events` that is not a msgpack array → INVALID_ARGUMENT naming the batch (a node should
- *   drop such a batch: retrying cannot help);
- * - a database error → UNAVAILABLE (nothing of the batch was committed).
- * Malformed single events inside a valid batch do not fail it: they are skipped and logged
- * (ingestion/service.ts), so one bad event can never wedge a node's outbox.
+ * - `events` that is not a msgpack array → dead-lettered whole, then INVALID_ARGUMENT naming
+ *   the batch (a node drops such a batch: retrying cannot help);
+ * - a transient database error → UNAVAILABLE (nothing of the batch was committed).
+ * Single events that can never be ingested do not fail their batch (issue 8 item 2): too deep
+ * to decode ({@link decodeBatch}), breaking the event bounds, or refused by Postgres for their
+ * content (ingestion/service.ts `ingestBatch`), they go to `dead_letter_events` with the reason,
+ * one warn log line each, and the rest of the batch is ingested and acknowledged. Malformed
+ * events (no uuid, name, distinct id) are skipped and counted as before.
  *
  * Wiring (the gRPC server of the `node` branch): `Ingest: createIngestHandler({ sql, log,
  * authorize: (md) => hasClusterToken(md, token) }) as grpc.UntypedHandleCall`.
  */
 import * as grpc from '@grpc/grpc-js';
-import { unpack } from 'msgpackr';
 import type { Sql } from '../db/connect.js';
 import type { Logger } from '../../log.js';
-import { ingestEvents, type IngestResult } from '../ingestion/service.js';
+import { ingestBatch, type IngestResult } from '../ingestion/service.js';
+import { deadLetterOf, writeDeadLetters, type DeadLetter } from '../ingestion/dead-letter.js';
+import { splitMsgpackArray } from '../../grpc/msgpack-depth.js';
+import { unpackTrusted } from '../../grpc/payload.js';
+import { MAX_PAYLOAD_DEPTH } from '../../limits.js';
 
 /** `IngestBatch` as @grpc/proto-loader decodes it (keepCase, bytes → Buffer). */
 export interface IngestBatchMessage { batch_id: string; events: Buffer | Uint8Array }
@@ -36,13 +42,32 @@ export interface IngestHandlerDeps {
   log: Logger;
   /** True when the call's metadata carries the cluster token. */
   authorize(metadata: grpc.Metadata): boolean;
-  /** Ingestion function (tests inject failures); defaults to {@link ingestEvents}. */
-  ingest?: (sql: Sql, events: readonly unknown[]) => Promise<IngestResult>;
+  /** Ingestion function (tests inject failures); defaults to {@link ingestBatch}. */
+  ingest?: (sql: Sql, events: readonly unknown[], dead?: readonly DeadLetter[]) => Promise<IngestResult>;
+}
+
+/**
+ * A batch's events, each decoded on its own (grpc/msgpack-depth.ts `splitMsgpackArray`): an
+ * event nested deeper than MAX_PAYLOAD_DEPTH, or not msgpack, becomes a dead letter with its
+ * bytes instead of failing the batch (msgpackr's recursion overflows near 1,250 levels).
+ * @returns null when the bytes are not a msgpack array at all.
+ */
+export function decodeBatch(bytes: Uint8Array): { events: unknown[]; dead: DeadLetter[] } | null {
+  const split = splitMsgpackArray(bytes);
+  if (split === null) return null;
+  const events: unknown[] = [];
+  const dead: DeadLetter[] = [];
+  for (const el of split.elements) {
+    if (el.depth > MAX_PAYLOAD_DEPTH) { dead.push(deadLetterOf(undefined, `event nests deeper than ${MAX_PAYLOAD_DEPTH} levels`, el.bytes)); continue; }
+    try { events.push(unpackTrusted(el.bytes)); } catch (e) { dead.push(deadLetterOf(undefined, `event is not valid msgpack: ${(e as Error).message}`, el.bytes)); }
+  }
+  if (split.rest !== null) dead.push(deadLetterOf(undefined, 'malformed msgpack from here to the end of the batch', split.rest));
+  return { events, dead };
 }
 
 /** Builds the bidi-streaming `Ingest` handler. */
 export function createIngestHandler(deps: IngestHandlerDeps): (call: IngestCall) => void {
-  const ingest = deps.ingest ?? ingestEvents;
+  const ingest = deps.ingest ?? ingestBatch;
   const log = deps.log.child({ component: 'grpc-ingest' });
   return (call: IngestCall) => {
     if (!deps.authorize(call.metadata)) {
@@ -67,26 +92,34 @@ export function createIngestHandler(deps: IngestHandlerDeps): (call: IngestCall)
       try {
         while (!failed && !call.cancelled && queue.length > 0) {
           const batch = queue.shift()!;
-          let events: unknown;
-          try {
-            events = batch.events.length === 0 ? [] : unpack(batch.events as Buffer);
-          } catch {
-            events = undefined;
-          }
-          if (!Array.isArray(events)) {
-            log.warn({ batch_id: batch.batch_id }, 'ingest batch is not a msgpack array');
+          const decoded = batch.events.length === 0 ? { events: [], dead: [] } : decodeBatch(batch.events);
+          if (decoded === null) {
+            log.warn({ batch_id: batch.batch_id }, 'ingest batch is not a msgpack array; dead-lettered');
+            try {
+              await writeDeadLetters(deps.sql, [deadLetterOf(undefined, 'batch is not a msgpack array', batch.events)]);
+            } catch (err) {
+              log.error({ err, batch_id: batch.batch_id }, 'writing a dead letter failed');
+              fail(grpc.status.UNAVAILABLE, `batch ${batch.batch_id} was not ingested; retry later`);
+              return;
+            }
             fail(grpc.status.INVALID_ARGUMENT, `batch ${batch.batch_id}: events must be a msgpack array`);
             return;
           }
           let result: IngestResult;
           try {
-            result = await ingest(deps.sql, events);
+            result = await ingest(deps.sql, decoded.events, decoded.dead);
           } catch (err) {
             log.error({ err, batch_id: batch.batch_id }, 'ingest batch failed');
             fail(grpc.status.UNAVAILABLE, `batch ${batch.batch_id} was not ingested; retry later`);
             return;
           }
           if (result.invalid > 0) log.warn({ batch_id: batch.batch_id, invalid: result.invalid }, 'skipped malformed events');
+          for (const d of result.deadLetters ?? []) {
+            log.warn({ batch_id: batch.batch_id, project_id: d.projectId, uuid: d.uuid, reason: d.reason }, 'event dead-lettered');
+          }
+          if (result.propertiesRefused) {
+            log.warn({ batch_id: batch.batch_id, refused: result.propertiesRefused }, 'person or group property updates over the size bound were not applied');
+          }
           if (call.cancelled) return;
           call.write({ batch_id: batch.batch_id });
         }

@@ -9,8 +9,9 @@
  */
 import type { Tx } from '../db/connect.js';
 import type { ChangeSet } from './changes.js';
-import { applySet } from './properties.js';
+import { applySet, withinPropertiesBound, type RefusedUpdates } from './properties.js';
 import { isObject, MAX_KEY_CHARS, type IngestEvent, type Properties } from './types.js';
+import { hasOwn, setOwn } from '../../own-property.js';
 
 /** PostHog allows five group types per project (indexes 0..4). */
 export const MAX_GROUP_TYPES = 5;
@@ -39,8 +40,8 @@ export async function groupTypeIndex(tx: Tx, changes: ChangeSet, cache: GroupTyp
   return index;
 }
 
-/** Applies the group side of one event. */
-export async function processGroups(tx: Tx, changes: ChangeSet, cache: GroupTypeCache, ev: IngestEvent): Promise<void> {
+/** Applies the group side of one event; an update past MAX_PROPERTIES_BYTES is not applied (counted in `refused`). */
+export async function processGroups(tx: Tx, changes: ChangeSet, cache: GroupTypeCache, ev: IngestEvent, refused: RefusedUpdates = { count: 0 }): Promise<void> {
   const p = ev.properties;
   if (isObject(p.$groups)) {
     for (const type of Object.keys(p.$groups)) {
@@ -62,10 +63,11 @@ export async function processGroups(tx: Tx, changes: ChangeSet, cache: GroupType
   let changed = !existing;
   const setOnce = p.$group_set_once;
   if (isObject(setOnce)) {
-    for (const k of Object.keys(setOnce)) if (!(k in properties)) { properties[k] = setOnce[k]; changed = true; }
+    for (const k of Object.keys(setOnce)) if (!hasOwn(properties, k)) { setOwn(properties, k, setOnce[k]); changed = true; }
   }
   if (isObject(p.$group_set)) changed = applySet(properties, p.$group_set) || changed;
   if (!changed) return;
+  if (!withinPropertiesBound(properties)) { refused.count++; return; }
   if (existing) {
     await tx`UPDATE groups SET properties = ${tx.json(properties as never)}, version = version + 1
       WHERE project_id = ${ev.projectId} AND group_type_index = ${index} AND group_key = ${key}`;

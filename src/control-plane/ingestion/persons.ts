@@ -23,7 +23,7 @@ import crypto from 'node:crypto';
 import type { Tx } from '../db/connect.js';
 import type { ChangeSet } from './changes.js';
 import { moveHashKeyOverrides } from './hash-key-overrides.js';
-import { applyPropertyUpdates } from './properties.js';
+import { applyPropertyUpdates, withinPropertiesBound, type RefusedUpdates } from './properties.js';
 import type { IngestEvent, Properties } from './types.js';
 
 /** A person as the batch holds it; `id` is null until a new person is flushed. */
@@ -69,7 +69,7 @@ export class PersonBatch {
   /** Persons created or changed since the last flush. */
   private readonly touched = new Set<PersonState>();
 
-  constructor(private readonly tx: Tx, private readonly changes: ChangeSet) {}
+  constructor(private readonly tx: Tx, private readonly changes: ChangeSet, private readonly refused: RefusedUpdates = { count: 0 }) {}
 
   /** Loads the persons of every distinct id `events` mention, in one query. */
   async preload(events: readonly IngestEvent[]): Promise<void> {
@@ -189,12 +189,13 @@ export class PersonBatch {
     if (l) await this.link(ev.projectId, l.other, ev.distinctId, ev.timestamp, l.force);
     const person = await this.find(ev.projectId, ev.distinctId);
     if (!person) {
-      const properties: Properties = {};
-      applyPropertyUpdates(properties, p);
+      let properties: Properties = {};
+      if (applyPropertyUpdates(properties, p) && !withinPropertiesBound(properties)) { this.refused.count++; properties = {}; }
       return this.create(ev.projectId, [ev.distinctId], properties, false, ev.timestamp).uuid;
     }
     const properties = { ...person.properties };
     if (applyPropertyUpdates(properties, p)) {
+      if (!withinPropertiesBound(properties)) { this.refused.count++; return person.uuid; }
       person.properties = properties;
       this.touched.add(person);
     }

@@ -2,8 +2,11 @@
  * PostHog's person-property update rules for one event (plugin-server `person-state.ts`
  * `applyEventPropertyUpdates`): `$set_once` first (only keys not present), then `$set`
  * (overwrites), then `$unset` (a list of keys, or an object whose keys are removed).
- * Pure; used for persons and, with `$group_set`, for groups.
+ * Pure; used for persons and, with `$group_set`, for groups. Keys are own properties only:
+ * `constructor` or `__proto__` are ordinary property names here (issue 8 item 8).
  */
+import { hasOwn, setOwn } from '../../own-property.js';
+import { MAX_PROPERTIES_BYTES } from '../../limits.js';
 import { isObject, type Properties } from './types.js';
 
 /** Structural equality for JSON values (property values compare by content). */
@@ -22,7 +25,7 @@ export function applyPropertyUpdates(target: Properties, eventProperties: Proper
   const setOnce = eventProperties.$set_once;
   if (isObject(setOnce)) {
     for (const key of Object.keys(setOnce)) {
-      if (!(key in target)) { target[key] = setOnce[key]; changed = true; }
+      if (!hasOwn(target, key)) { setOwn(target, key, setOnce[key]); changed = true; }
     }
   }
   const set = eventProperties.$set;
@@ -30,7 +33,7 @@ export function applyPropertyUpdates(target: Properties, eventProperties: Proper
   const unset = eventProperties.$unset;
   const keys = Array.isArray(unset) ? unset : isObject(unset) ? Object.keys(unset) : [];
   for (const key of keys) {
-    if (typeof key === 'string' && key in target) { delete target[key]; changed = true; }
+    if (typeof key === 'string' && hasOwn(target, key)) { delete target[key]; changed = true; }
   }
   return changed;
 }
@@ -39,7 +42,7 @@ export function applyPropertyUpdates(target: Properties, eventProperties: Proper
 export function applySet(target: Properties, set: Properties): boolean {
   let changed = false;
   for (const key of Object.keys(set)) {
-    if (!(key in target) || !sameJson(target[key], set[key])) { target[key] = set[key]; changed = true; }
+    if (!hasOwn(target, key) || !sameJson(target[key], set[key])) { setOwn(target, key, set[key]); changed = true; }
   }
   return changed;
 }
@@ -47,4 +50,16 @@ export function applySet(target: Properties, set: Properties): boolean {
 /** True when the event carries any person-property update. */
 export function hasPropertyUpdates(p: Properties): boolean {
   return isObject(p.$set) || isObject(p.$set_once) || Array.isArray(p.$unset) || isObject(p.$unset);
+}
+
+/** Counts updates refused by {@link withinPropertiesBound} (one per batch). */
+export interface RefusedUpdates { count: number }
+
+/**
+ * True when `properties`, JSON-encoded, fit MAX_PROPERTIES_BYTES (issue 8 item 5: 60 events of
+ * `$set {"blob": "x" × 1e6}` grew the control plane to gigabytes). Callers keep the previous
+ * properties when false (the event itself is still stored).
+ */
+export function withinPropertiesBound(properties: Properties): boolean {
+  return Buffer.byteLength(JSON.stringify(properties)) <= MAX_PROPERTIES_BYTES;
 }

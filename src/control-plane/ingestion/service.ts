@@ -22,7 +22,9 @@
  * They need no uuid dedupe: inserting where missing is idempotent. Unmarked or malformed ones
  * are counted `invalid`.
  */
-import type { Sql } from '../db/connect.js';
+import type { Sql, Tx } from '../db/connect.js';
+import { deadLetterOf, writeDeadLetters, type DeadLetter } from './dead-letter.js';
+import { eventProblem } from './event-bounds.js';
 import { ChangeSet } from './changes.js';
 import { recordEventDefinitions } from './definitions.js';
 import { recordFlagUsage } from './flag-usage.js';
@@ -31,6 +33,7 @@ import { lockProjects } from './locks.js';
 import { writeHashKeyOverridesTx } from './hash-key-overrides.js';
 import { isHashKeyOverrideEvent, parseHashKeyOverrideRecord, type HashKeyOverrideRecord } from './override-records.js';
 import { PersonBatch } from './persons.js';
+import type { RefusedUpdates } from './properties.js';
 import { normalizeEvent, type IngestEvent } from './types.js';
 
 /** Outcome of {@link ingestEvents}. */
@@ -45,16 +48,23 @@ export interface IngestResult {
   overrideRecords?: number;
   /** Hash-key override rows those records inserted. */
   overridesWritten?: number;
+  /** Events set aside in `dead_letter_events` (dead-letter.ts), when any. */
+  deadLettered?: number;
+  /** Those dead letters (for the caller's log lines). */
+  deadLetters?: DeadLetter[];
+  /** Person or group property updates not applied because the result would exceed MAX_PROPERTIES_BYTES. */
+  propertiesRefused?: number;
 }
 
 /**
  * Ingests `events` (CapturedEvent values, as decoded from a node's batch) in one transaction.
  * Resolves after commit; rejects (and rolls back everything) on a database error.
  */
-export async function ingestEvents(sql: Sql, events: readonly unknown[]): Promise<IngestResult> {
+export async function ingestEvents(sql: Sql, events: readonly unknown[], dead: readonly DeadLetter[] = []): Promise<IngestResult> {
   let valid: IngestEvent[] = [];
   let records: HashKeyOverrideRecord[] = [];
   let invalid = 0;
+  const deadLetters: DeadLetter[] = [...dead];
   for (const raw of events) {
     if (isHashKeyOverrideEvent(raw)) {
       const r = parseHashKeyOverrideRecord(raw);
@@ -63,11 +73,78 @@ export async function ingestEvents(sql: Sql, events: readonly unknown[]): Promis
       continue;
     }
     const ev = normalizeEvent(raw);
-    if (ev) valid.push(ev);
-    else invalid++;
+    if (!ev) { invalid++; continue; }
+    const problem = eventProblem(ev);
+    if (problem) deadLetters.push(deadLetterOf(raw, `${problem.field} ${problem.reason}`));
+    else valid.push(ev);
   }
-  if (valid.length === 0 && records.length === 0) return { inserted: 0, duplicates: 0, invalid };
+  const withDead = (r: IngestResult): IngestResult =>
+    (deadLetters.length === 0 ? r : { ...r, deadLettered: deadLetters.length, deadLetters });
+  if (valid.length === 0 && records.length === 0) {
+    if (deadLetters.length > 0) await writeDeadLetters(sql, deadLetters);
+    return withDead({ inserted: 0, duplicates: 0, invalid });
+  }
   return sql.begin(async (tx) => {
+    await writeDeadLetters(tx, deadLetters);
+    return withDead(await ingestValid(tx, valid, records, invalid));
+  }) as Promise<IngestResult>;
+}
+
+/**
+ * Ingests a batch so that one event that can never be stored does not hold up the others
+ * (issue 8 item 2): the whole batch in one transaction first (the fast, normal path); if that
+ * fails with an error the data causes ({@link isDeterministic}), event by event, each in its
+ * own transaction, and an event that still fails that way is dead-lettered with the database's
+ * message. A transient error (connection, serialization, deadlock) fails the batch, so the
+ * node retries it; events already stored are then skipped as duplicates by uuid.
+ * `dead` are dead letters found before decoding (grpc/ingest.ts), written with the batch.
+ */
+export async function ingestBatch(sql: Sql, events: readonly unknown[], dead: readonly DeadLetter[] = []): Promise<IngestResult> {
+  try {
+    return await ingestEvents(sql, events, dead);
+  } catch (err) {
+    if (!isDeterministic(err) || events.length === 0) throw err;
+  }
+  const total: IngestResult = { inserted: 0, duplicates: 0, invalid: 0 };
+  const letters: DeadLetter[] = [];
+  const add = (r: IngestResult): void => {
+    total.inserted += r.inserted; total.duplicates += r.duplicates; total.invalid += r.invalid;
+    if (r.deadLetters) letters.push(...r.deadLetters);
+    if (r.propertiesRefused) total.propertiesRefused = (total.propertiesRefused ?? 0) + r.propertiesRefused;
+  };
+  add(await ingestEvents(sql, [], dead));
+  for (const raw of events) {
+    try {
+      add(await ingestEvents(sql, [raw]));
+    } catch (err) {
+      if (!isDeterministic(err)) throw err;
+      const letter = deadLetterOf(raw, `database refused the event: ${(err as Error).message}`);
+      await writeDeadLetters(sql, [letter]);
+      letters.push(letter);
+    }
+  }
+  return letters.length === 0 ? total : { ...total, deadLettered: letters.length, deadLetters: letters };
+}
+
+/**
+ * True for an error the batch's data causes, which retrying cannot fix: Postgres SQLSTATE
+ * classes 22 (data exception: e.g. 22P05 untranslatable character) and 54 (program limit
+ * exceeded: e.g. 54000 index row size exceeds btree maximum), or an error thrown by our own
+ * code on the data (TypeError, RangeError). Everything else (connection lost, 40001, 40P01,
+ * 57P01 …) is transient.
+ */
+export function isDeterministic(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code.startsWith('22') || code.startsWith('54');
+  return err instanceof TypeError || err instanceof RangeError;
+}
+
+/** The batch's valid events and override records, inside `tx` (stages 2–8 of the module doc). */
+async function ingestValid(tx: Tx, validIn: IngestEvent[], recordsIn: HashKeyOverrideRecord[], invalidIn: number): Promise<IngestResult> {
+  let valid = validIn;
+  let records = recordsIn;
+  let invalid = invalidIn;
+  {
     // Events of unknown projects (deleted since capture, or forged) are invalid, not retried forever.
     const projectIds = new Set([...valid.map((e) => e.projectId), ...records.map((r) => r.projectId)]);
     const known = new Set((await tx<{ id: number }[]>`SELECT id FROM projects
@@ -94,15 +171,16 @@ export async function ingestEvents(sql: Sql, events: readonly unknown[]): Promis
     if (fresh.length === 0 && records.length === 0) return { inserted: 0, duplicates, invalid };
 
     const changes = new ChangeSet();
+    const refused: RefusedUpdates = { count: 0 };
     let inserted = 0;
     if (fresh.length > 0) {
       const groupTypes: GroupTypeCache = new Map();
-      const persons = new PersonBatch(tx, changes);
+      const persons = new PersonBatch(tx, changes, refused);
       await persons.preload(fresh);
       const personIds: (string | null)[] = [];
       for (const ev of fresh) {
         personIds.push(await persons.process(ev));
-        await processGroups(tx, changes, groupTypes, ev);
+        await processGroups(tx, changes, groupTypes, ev, refused);
       }
       await persons.flush();
       const rows = await tx<{ uuid: string }[]>`
@@ -125,6 +203,7 @@ export async function ingestEvents(sql: Sql, events: readonly unknown[]): Promis
     await changes.flush(tx);
     const result: IngestResult = { inserted, duplicates: duplicates + (fresh.length - inserted), invalid };
     if (records.length > 0) { result.overrideRecords = records.length; result.overridesWritten = overridesWritten; }
+    if (refused.count > 0) result.propertiesRefused = refused.count;
     return result;
-  }) as Promise<IngestResult>;
+  }
 }

@@ -7,6 +7,8 @@
  * are counted as `invalid` and skipped, the rest of the batch is ingested.
  */
 
+import { setOwn } from '../../own-property.js';
+
 /** JSON-like property bag. */
 export type Properties = Record<string, unknown>;
 
@@ -63,13 +65,17 @@ const UNSTORABLE = '\\u0000|[\\uD800-\\uDBFF](?![\\uDC00-\\uDFFF])|(?<![\\uD800-
 const UNSTORABLE_RE = new RegExp(UNSTORABLE);
 const UNSTORABLE_G = new RegExp(UNSTORABLE, 'g');
 
-/** {@link cleanText} applied to every string and key of a JSON-like value (returns a copy of objects and arrays). */
+/**
+ * {@link cleanText} applied to every string and key of a JSON-like value (returns a copy of
+ * objects and arrays; a `__proto__` key stays an own property). Recursive: callers bound the
+ * depth first (MAX_PAYLOAD_DEPTH at decode).
+ */
 export function cleanJson(v: unknown): unknown {
   if (typeof v === 'string') return cleanText(v);
   if (Array.isArray(v)) return v.map(cleanJson);
   if (isObject(v)) {
     const out: Properties = {};
-    for (const k of Object.keys(v)) out[cleanText(k)] = cleanJson(v[k]);
+    for (const k of Object.keys(v)) setOwn(out, cleanText(k), cleanJson(v[k]));
     return out;
   }
   return v;

@@ -8,6 +8,9 @@
  * optional. Answers: 200 `{"status": 1}` once every event of the request is in the outbox;
  * 400 for undecodable payloads or any invalid event (nothing is stored: no partial acceptance);
  * 413 `event_too_big` when one event is over {@link MAX_EVENT_BYTES} (the whole request);
+ * 400 `invalid_payload` naming the event and field when one breaks the bounds of
+ * control-plane/ingestion/event-bounds.ts (depth, linked-id length; issue 8 item 1); NUL and
+ * lone surrogates in accepted events are replaced by U+FFFD so every 200 can be stored;
  * 401 for a missing, inconsistent, malformed or unknown project token, except that before the
  * node's first complete snapshot (`store.ready()` false) a token it cannot look up yet gets
  * 503 `not_ready` (retry) like /flags, not a 401 that makes clients drop the events; 503 `outbox_full` when
@@ -24,6 +27,8 @@ import { CaptureDecodeError, decodeCaptureBody } from './decode.js';
 import { CaptureRequestError, parseCapturePayload } from './events.js';
 import { OutboxFullError } from './outbox.js';
 import { HASH_KEY_OVERRIDE_EVENT } from '../../control-plane/ingestion/override-records.js';
+import { eventProblem } from '../../control-plane/ingestion/event-bounds.js';
+import { cleanJson } from '../../control-plane/ingestion/types.js';
 
 /** What capture needs from the node: project lookup by API token, and the outbox. */
 export interface CaptureStore {
@@ -47,6 +52,19 @@ export const CAPTURE_PATHS: ReadonlySet<string> = new Set(['/i/v0/e', '/e', '/ca
  * message limit), or it could never be delivered and would hold up the outbox behind it.
  */
 export const MAX_EVENT_BYTES = 1024 * 1024;
+
+/** How JSON.stringify writes NUL and lone surrogates (or a literal backslash-u text: harmless). */
+const UNSTORABLE_ESCAPE = /\\u(?:0000|d[89a-f])/i;
+
+/**
+ * `e` with NUL and lone surrogates replaced by U+FFFD in every string and key (what PostHog's
+ * plugin-server does with NUL; jsonb refuses both), so an event answered 200 can be stored.
+ */
+function storable(e: CapturedEvent): CapturedEvent {
+  const out = cleanJson(e) as CapturedEvent;
+  out.project_id = e.project_id;
+  return out;
+}
 
 /** capture-rs success body (`CaptureResponseCode::Ok` = 1). */
 const OK_BODY = Object.freeze({ status: 1 });
@@ -81,16 +99,26 @@ export async function handleCapture(path: string, query: URLSearchParams | strin
   if (parsed.events.some((e) => e.event === HASH_KEY_OVERRIDE_EVENT)) {
     return fail(errors.badRequest('reserved_event_name', `event name ${HASH_KEY_OVERRIDE_EVENT} is reserved for internal use`));
   }
+  for (let i = 0; i < parsed.events.length; i++) {
+    const problem = eventProblem(parsed.events[i]!);
+    if (problem) {
+      return fail(errors.badRequest('invalid_payload', `event ${i} (${JSON.stringify(parsed.events[i]!.event.slice(0, 100))}): ${problem.field} ${problem.reason}`));
+    }
+  }
   const projectId = await store.projectIdForToken(parsed.token);
   if (projectId === null) {
     if (store.ready && !store.ready()) return fail(errors.unavailable('not_ready', 'This node has not loaded its definitions yet; retry shortly.'));
     return fail(errors.invalidToken('invalid_token', 'API key is not valid: unknown project token'));
   }
   const events: CapturedEvent[] = parsed.events.map((e) => ({ ...e, project_id: projectId }));
-  for (const e of events) {
-    if (Buffer.byteLength(JSON.stringify(e)) > MAX_EVENT_BYTES) {
+  for (let i = 0; i < events.length; i++) {
+    const json = JSON.stringify(events[i]);
+    if (Buffer.byteLength(json) > MAX_EVENT_BYTES) {
       return fail(new ApiError(413, 'invalid_request', 'event_too_big', `An event is larger than ${MAX_EVENT_BYTES} bytes.`));
     }
+    // JSON.stringify escapes exactly NUL and lone surrogates this way (paired ones stay raw):
+    // a cheap test for text Postgres cannot store, cleaned only when present.
+    if (UNSTORABLE_ESCAPE.test(json)) events[i] = storable(events[i]!);
   }
   try {
     await store.append(events);

@@ -209,3 +209,19 @@ test('409 conflict only when version is stale, original_flag given and the same 
   const cur = (await t.request('GET', `${base}${f.id}/`)).body;
   assert.equal((await t.request('PATCH', `${base}${f.id}/`, { body: { name: 'fresh', version: cur.version, original_flag: f } })).status, 200);
 });
+
+test('issue 8: filters nested deeper than 128 levels → 400 attr filters, on create and update; nothing is written', async () => {
+  let deep: unknown = 'v';
+  for (let i = 0; i < 1_450; i++) deep = { a: deep };
+  const filters = { groups: [{ properties: [], rollout_percentage: 100 }], payloads: { true: '1' }, extra: deep };
+  const before = (await t.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM change_log`)[0]!.n;
+  const created = await t.request('POST', base, { body: { key: 'too-deep', filters } });
+  assert.equal(created.status, 400, created.text);
+  assert.deepEqual(created.body, { type: 'validation_error', code: 'invalid_input', detail: 'Filters may not nest deeper than 128 levels.', attr: 'filters' });
+  const id = await flag({ key: 'shallow-then-deep' });
+  const patched = await t.request('PATCH', `${base}${id}/`, { body: { filters } });
+  assert.equal(patched.status, 400, patched.text);
+  assert.equal(patched.body.attr, 'filters');
+  const after = (await t.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM change_log`)[0]!.n;
+  assert.equal(after, before + 1, 'only the shallow create reached the change log');
+});

@@ -128,3 +128,71 @@ test('a batch that is not a msgpack array → INVALID_ARGUMENT; bad token → UN
   assert.deepEqual(unauth.acks, []);
   close();
 });
+
+/** msgpack of `event(distinctId)` with `properties` nested `depth` levels, built byte by byte (msgpackr's packer overflows). */
+function deepEventBytes(distinctId: string, depth: number): { uuid: string; bytes: Buffer } {
+  const e = event(distinctId);
+  const { properties: _drop, ...rest } = e;
+  const head = pack(rest); // a map of five entries (fixmap or map16), then its entries
+  const entries = head[0] === 0xde ? head.subarray(3) : head.subarray(1);
+  const key = Buffer.concat([Buffer.from([0xaa]), Buffer.from('properties')]);
+  const levels = Buffer.alloc(depth * 3);
+  for (let i = 0; i < depth; i++) levels.set([0x81, 0xa1, 0x61], i * 3); // {"a": …
+  return { uuid: e.uuid, bytes: Buffer.concat([Buffer.from([0x86]), entries, key, levels, Buffer.from([0x01])]) };
+}
+
+test('issue 8: a forged batch with a 2,400-deep event and a 6,000-char $anon_distinct_id is acked; both are dead-lettered, the rest ingested', async () => {
+  const { client, close } = await serve();
+  try {
+    const good = [event('dl-good-1'), event('dl-good-2')];
+    const deep = deepEventBytes('dl-deep', 2_400);
+    const longAnon = { ...event('dl-long'), event: '$identify', properties: { $anon_distinct_id: 'x'.repeat(6_000) } };
+    const bytes = Buffer.concat([Buffer.from([0x94]), pack(good[0]), deep.bytes, pack(longAnon), pack(good[1])]);
+    const after = event('dl-after');
+    const { acks, status } = await run(client, md(), [{ batch_id: 'dl1', events: bytes }, { batch_id: 'dl2', events: pack([after]) }]);
+    assert.deepEqual(acks, ['dl1', 'dl2']);
+    assert.equal(status.code, grpc.status.OK);
+    const stored = await db.sql<{ uuid: string }[]>`SELECT uuid FROM events WHERE uuid = ANY(${[...good, after, longAnon].map((e) => e.uuid)}::uuid[])`;
+    assert.deepEqual(stored.map((r) => r.uuid).sort(), [...good, after].map((e) => e.uuid).sort());
+    const dead = await db.sql<{ uuid: string | null; reason: string; payload: Buffer }[]>`
+      SELECT uuid, reason, payload FROM dead_letter_events WHERE reason NOT LIKE 'database%' ORDER BY id DESC LIMIT 2`;
+    assert.deepEqual(dead.map((d) => d.reason).sort(), ['event nests deeper than 256 levels', 'properties.$anon_distinct_id is longer than 200 characters']);
+    assert.ok(dead.some((d) => d.payload.equals(deep.bytes)), 'the deep event is kept byte for byte');
+    assert.ok(dead.some((d) => d.uuid === longAnon.uuid));
+  } finally {
+    close();
+  }
+});
+
+test('issue 8: an event Postgres refuses for its content is dead-lettered with the database message; its batch is not', async () => {
+  // A test-only constraint in this suite's own database: casting 'abc' to int raises 22P02.
+  await db.sql`ALTER TABLE events ADD CONSTRAINT dl_test_numeric CHECK (coalesce((properties->>'n')::int, 0) >= 0)`;
+  const { client, close } = await serve();
+  try {
+    const good = event('db-good');
+    const bad = { ...event('db-bad'), properties: { n: 'abc' } };
+    const { acks, status } = await run(client, md(), [{ batch_id: 'db1', events: pack([good, bad]) }]);
+    assert.deepEqual(acks, ['db1']);
+    assert.equal(status.code, grpc.status.OK);
+    const [{ n }] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM events WHERE uuid = ANY(${[good.uuid, bad.uuid]}::uuid[])`;
+    assert.equal(n, 1);
+    const [letter] = await db.sql<{ uuid: string; reason: string }[]>`SELECT uuid, reason FROM dead_letter_events WHERE uuid = ${bad.uuid}`;
+    assert.match(letter!.reason, /^database refused the event: invalid input syntax for type integer/);
+  } finally {
+    close();
+    await db.sql`ALTER TABLE events DROP CONSTRAINT dl_test_numeric`;
+  }
+});
+
+test('issue 8: a $set that would grow a person past MAX_PROPERTIES_BYTES is not applied; the event is stored', async () => {
+  const base = event('blob-user');
+  const r1 = await ingestEvents(db.sql, [{ ...base, properties: { $set: { plan: 'pro' } } }]);
+  assert.equal(r1.inserted, 1);
+  const blob = { ...event('blob-user'), properties: { $set: { blob: 'x'.repeat(600 * 1024) } } };
+  const r2 = await ingestEvents(db.sql, [blob]);
+  assert.equal(r2.inserted, 1);
+  assert.equal(r2.propertiesRefused, 1);
+  const [p] = await db.sql<{ properties: Record<string, unknown> }[]>`
+    SELECT p.properties FROM persons p JOIN person_distinct_ids d ON d.person_id = p.id WHERE d.distinct_id = 'blob-user'`;
+  assert.deepEqual(p!.properties, { plan: 'pro' });
+});

@@ -163,3 +163,45 @@ test('the internal hash-key override event name is refused (400), with or withou
   assert.equal(ok.status, 200);
   assert.equal('$internal' in stored[0]![0]!, false);
 });
+
+/** `{a: {a: … 1}}`, `depth` levels, built as JSON text (no recursion anywhere). */
+function deepJson(depth: number): string {
+  return '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
+}
+
+test('issue 8: events past the depth or linked-id bounds are refused with 400 naming the event and field; nothing is stored', async () => {
+  const cases: { name: string; body: string; field: RegExp }[] = [
+    { name: '$set nested 1,250 levels', body: `[{"api_key":"${TOKEN}","event":"ok","distinct_id":"u"},{"api_key":"${TOKEN}","event":"$set","distinct_id":"u","properties":{"$set":${deepJson(1_250)}}}]`, field: /^event 1 \("\$set"\): properties nests deeper than 128 levels$/ },
+    { name: 'top-level $set_once nested 128 levels', body: `{"api_key":"${TOKEN}","event":"x","distinct_id":"u","$set_once":${deepJson(128)}}`, field: /^event 0 \("x"\): \$set_once nests deeper than 127 levels$/ },
+    { name: '$identify with a 2,300-char $anon_distinct_id', body: JSON.stringify({ api_key: TOKEN, event: '$identify', distinct_id: 'u', properties: { $anon_distinct_id: 'a'.repeat(2_300) } }), field: /properties\.\$anon_distinct_id is longer than 200 characters/ },
+    { name: '$create_alias with a 201-char alias', body: JSON.stringify({ api_key: TOKEN, event: '$create_alias', distinct_id: 'u', properties: { alias: 'b'.repeat(201) } }), field: /properties\.alias is longer than 200 characters/ },
+  ];
+  for (const c of cases) {
+    const { s, stored } = store();
+    const r = await handleCapture('/batch/', '', JSON_HEADERS, Buffer.from(c.body), s, NOW);
+    assert.equal(r.status, 400, c.name);
+    const body = r.body as { code: string; detail: string };
+    assert.equal(body.code, 'invalid_payload', c.name);
+    assert.match(body.detail, c.field, c.name);
+    assert.equal(stored.length, 0, c.name);
+  }
+  // The bounds themselves are accepted.
+  const { s, stored } = store();
+  const ok = await handleCapture('/batch/', '', JSON_HEADERS, Buffer.from(`{"api_key":"${TOKEN}","event":"$identify","distinct_id":"u","properties":{"$anon_distinct_id":"${'a'.repeat(200)}","deep":${deepJson(127)}}}`), s, NOW);
+  assert.equal(ok.status, 200);
+  assert.equal(stored.length, 1);
+});
+
+test('issue 8: NUL and lone surrogates are replaced by U+FFFD in accepted events (Postgres cannot store them)', async () => {
+  const { s, stored } = store();
+  const body = `{"api_key":"${TOKEN}","event":"n\\u0000ame","distinct_id":"u\\ud800","properties":{"k\\u0000":"v\\udc00x","ok":"\\ud83d\\ude00","__proto__":{"polluted":true}}}`;
+  const r = await handleCapture('/e/', '', JSON_HEADERS, Buffer.from(body), s, NOW);
+  assert.equal(r.status, 200);
+  const e = stored[0]![0]!;
+  assert.equal(e.event, 'n\uFFFDame');
+  assert.equal(e.distinct_id, 'u\uFFFD');
+  assert.deepEqual(Object.keys(e.properties).sort(), ['__proto__', 'k\uFFFD', 'ok']);
+  assert.equal(e.properties['k\uFFFD'], 'v\uFFFDx');
+  assert.equal(e.properties.ok, '\u{1F600}', 'paired surrogates are kept');
+  assert.equal(({} as Record<string, unknown>).polluted, undefined);
+});
