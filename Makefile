@@ -3,7 +3,7 @@
 NODE ?= node
 TEST_ARGS ?=
 
-.PHONY: all install build start test bench bench-eval bench-capture bench-propagation clean
+.PHONY: all install build start test bench bench-eval bench-regex bench-capture bench-propagation clean
 
 all: build
 
@@ -26,6 +26,9 @@ test: build
 
 bench-eval: build
 	$(NODE) dist/bench/evaluation.js
+
+bench-regex: build
+	$(NODE) dist/bench/regex.js
 
 bench: build
 	$(NODE) dist/bench/flags.js

@@ -37,6 +37,11 @@ export interface Config {
   readonly clusterToken: string | null;
   /** Piscina pool size; 0 evaluates on the IO thread. */
   readonly evalThreads: number;
+  /**
+   * Longest a pool task (one batch of /flags jobs) may run, in milliseconds; then its worker is
+   * replaced and its requests answer 503 `evaluation_timeout` (issue 8 item 3).
+   */
+  readonly evalTaskTimeoutMs: number;
   /** Path of a GeoLite2-City .mmdb file. */
   readonly geoipDbPath: string;
   /** Value of the bootstrap personal API key (`phx_…`), or null to generate one. */
@@ -107,6 +112,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     controlPlane,
     clusterToken: str(env, 'SWITCHYARD_CLUSTER_TOKEN'),
     evalThreads: int(env, 'SWITCHYARD_EVAL_THREADS', 0, 0, 256),
+    evalTaskTimeoutMs: int(env, 'SWITCHYARD_EVAL_TASK_TIMEOUT_MS', 2_000, 1, 600_000),
     geoipDbPath: str(env, 'SWITCHYARD_GEOIP_DB') ?? defaultGeoipDbPath(),
     bootstrapPersonalApiKey: prefixed(env, 'SWITCHYARD_BOOTSTRAP_PERSONAL_API_KEY', 'phx_'),
     bootstrapProjectApiKey: prefixed(env, 'SWITCHYARD_BOOTSTRAP_PROJECT_API_KEY', 'phc_'),

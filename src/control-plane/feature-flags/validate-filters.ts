@@ -26,6 +26,7 @@ import { pythonJsonDumps } from './json-text.js';
 import { pyStr } from './py-text.js';
 import { MAX_PROPERTY_VALUES, type Filters } from './types.js';
 import { MAX_JSON_DEPTH, tooDeep } from '../../limits.js';
+import { describeRegexProblem } from '../../evaluation/properties/regex.js';
 
 /** A cohort as the checks need it (any cohort of the project, deleted included, as upstream). */
 export interface CohortInfo { id: number; name: string; filters: Record<string, unknown> }
@@ -234,6 +235,11 @@ export async function validateFilters(raw: unknown, ctx: FilterContext): Promise
       }
       if (STRING_OPERATORS.has(op as string) && typeof p.value !== 'string') {
         fail(`Invalid value for operator ${String(op)}: ${pyStr(p.value ?? null)}`, 'invalid_value');
+      }
+      // Issue 8 item 3: a pattern the evaluation engines cannot run would silently never match.
+      if ((op === 'regex' || op === 'not_regex') && typeof p.value === 'string') {
+        const problem = describeRegexProblem(p.value);
+        if (problem !== null) fail(`Invalid regex pattern ${pyStr(p.value)}: ${problem}.`, 'invalid_regex');
       }
       if ((op === 'in' || op === 'not_in') && type !== 'cohort') {
         fail(`The '${op}' operator is only valid for cohort properties, not '${pyStr(type)}' properties.`, 'invalid_operator');

@@ -104,7 +104,7 @@ export async function startNodeHttp(opts: NodeHttpOptions): Promise<NodeHttp> {
   });
   let evaluator: Evaluator;
   if (config.evalThreads > 0) {
-    evaluator = poolEvaluator(config.evalThreads, { storePath: opts.storePath ?? path.join(config.dataDir, 'lmdb'), geoipBytes: bytes }, engine);
+    evaluator = poolEvaluator(config.evalThreads, { storePath: opts.storePath ?? path.join(config.dataDir, 'lmdb'), geoipBytes: bytes }, engine, config.evalTaskTimeoutMs);
   } else {
     evaluator = inlineEvaluator(engine);
   }

@@ -7,13 +7,16 @@
  *   during one event-loop turn are collected and flushed by one `setImmediate` as at most
  *   `threads` tasks, so a pool round trip (tens of µs) is paid per batch, not per request. Each
  *   worker opens the same LMDB environment read-only and keeps its own compiled cache, so only
- *   the job and the answer string cross threads.
+ *   the job and the answer string cross threads. A task (one batch) has a time limit: past it
+ *   Piscina terminates the worker and starts another, and the batch's requests are rejected
+ *   with a 503 `evaluation_timeout` ApiError (the HTTP layer sends it).
  */
 import path from 'node:path';
 import { Piscina } from 'piscina';
 import { WORKERS_DIR } from '../../paths.js';
 import type { FlagsEngine } from './engine.js';
 import type { FlagsJob, JobAnswer } from './job.js';
+import { errors, type ApiError } from '../../errors.js';
 
 export type { FlagsJob, JobAnswer, ResponseShape } from './job.js';
 export { FlagsEngine } from './engine.js';
@@ -52,14 +55,19 @@ export const MAX_BATCH_JOBS = 256;
 interface Pending {
   job: FlagsJob;
   resolve: (answer: JobAnswer) => void;
+  reject: (err: ApiError) => void;
 }
+
+/** Default {@link poolEvaluator} task time limit, in milliseconds (config: SWITCHYARD_EVAL_TASK_TIMEOUT_MS). */
+export const DEFAULT_TASK_TIMEOUT_MS = 2_000;
 
 /**
  * A Piscina-backed evaluator with per-turn micro-batching; see the module doc. `fallback` (the IO
  * thread's engine) answers a job the pool could not take (for example a body too deeply nested
- * to structured-clone), so pool and inline answers stay identical.
+ * to structured-clone), so pool and inline answers stay identical. `taskTimeoutMs` bounds one
+ * task; the promise of each of its jobs then rejects with ApiError 503 `evaluation_timeout`.
  */
-export function poolEvaluator(threads: number, init: WorkerInit, fallback?: FlagsEngine): Evaluator {
+export function poolEvaluator(threads: number, init: WorkerInit, fallback?: FlagsEngine, taskTimeoutMs: number = DEFAULT_TASK_TIMEOUT_MS): Evaluator {
   const pool = new Piscina({
     filename: path.join(WORKERS_DIR, 'evaluate.js'),
     minThreads: threads,
@@ -73,7 +81,7 @@ export function poolEvaluator(threads: number, init: WorkerInit, fallback?: Flag
   const runChunk = (chunk: Pending[]): void => {
     let task: Promise<JobAnswer[]>;
     try {
-      task = pool.run(chunk.map((p) => p.job));
+      task = pool.run(chunk.map((p) => p.job), { signal: AbortSignal.timeout(taskTimeoutMs) });
     } catch (e) {
       task = Promise.reject(e);
     }
@@ -81,7 +89,13 @@ export function poolEvaluator(threads: number, init: WorkerInit, fallback?: Flag
       (answers: JobAnswer[]) => { for (let i = 0; i < chunk.length; i++) chunk[i]!.resolve(answers[i] ?? null); },
       // A task fails as a whole (e.g. one request too deeply nested to structured-clone): retry
       // its jobs one by one so only the offending request answers 500, not its batch-mates.
-      () => {
+      // A task that ran out of time is not retried: Piscina has replaced its worker, and its
+      // requests answer 503 (retry) rather than wait behind it.
+      (err: unknown) => {
+        if ((err as { name?: string } | null)?.name === 'AbortError') {
+          for (const p of chunk) p.reject(errors.unavailable('evaluation_timeout', `Flag evaluation took longer than ${taskTimeoutMs} ms; retry shortly.`));
+          return;
+        }
         if (chunk.length === 1) chunk[0]!.resolve(fallback ? fallback.run(chunk[0]!.job) : null);
         else for (const p of chunk) runChunk([p]);
       },
@@ -101,8 +115,8 @@ export function poolEvaluator(threads: number, init: WorkerInit, fallback?: Flag
   return {
     mode: 'pool',
     evaluate(job: FlagsJob): Promise<JobAnswer> {
-      return new Promise((resolve) => {
-        pending.push({ job, resolve });
+      return new Promise((resolve, reject) => {
+        pending.push({ job, resolve, reject });
         if (!scheduled) { scheduled = true; setImmediate(flush); }
       });
     },

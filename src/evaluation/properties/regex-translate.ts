@@ -1,10 +1,12 @@
 /**
- * The Rust `regex` / fancy_regex dialect translated into JavaScript `u`-mode syntax: leading
- * inline flags become JS flags, `\d` `\w` `\s` `\b` and `\p{…}` get Rust's Unicode meaning,
- * POSIX classes expand, and constructs JS would run with different semantics or without a
- * backtrack bound (nested unbounded quantifiers, atomic groups, set operations) are refused with
- * {@link Unsupported}. The rules and their sources are in regex.ts's module doc; this file is only
- * the translator, used by `compileRegex` there. Pure; no state outside one {@link Translator}.
+ * The Rust `regex` dialect translated into RE2 syntax, run by re2js (a linear-time engine:
+ * issue 8 item 3). The two dialects share most syntax (Rust's crate descends from RE2); this
+ * translator rewrites where they differ and refuses what RE2 cannot run: leading inline flags
+ * become RE2 inline flags, `\d` `\w` `\s` get Rust's Unicode meaning (RE2's are ASCII), POSIX
+ * classes expand, Rust property names map to RE2's, and backreferences, lookaround, atomic
+ * groups, possessive quantifiers and class set operations are refused with {@link Unsupported}.
+ * The rules and their sources are in regex.ts's module doc; this file is only the translator,
+ * used by `compileRegex` there. Pure; no state outside one {@link Translator}.
  */
 
 /** Thrown by the translator for syntax it does not translate or Rust rejects; the message says which. */
@@ -19,104 +21,61 @@ const POSIX_CLASSES: Readonly<Record<string, string>> = {
 interface Flags { i: boolean; m: boolean; s: boolean; x: boolean; U: boolean; u: boolean }
 
 /**
- * One open group while translating, for the backtracking analysis (see the module doc).
- * - `unbounded`: the group holds an unbounded quantifier (transitively);
- * - `ambiguous`: one iteration of the group can split its input in more than one way, so
- *   repeating the group is exponential (`(\w+\d+)*`, `(\w+\.?)*`, `(a+|b)*`);
- * - `pending`: JS text of the last atom given an unbounded quantifier that is not yet followed
- *   by a literal it cannot match (a *separator*, as `\.` after `[a-z]+`);
- * - `first`: the literal the group must start with (`undefined` before its first atom, `null`
- *   when that atom is not a mandatory literal); it separates a trailing `pending` atom from the
- *   next iteration, as `\.` does in `\w+(\.\w+)*`;
- * - `lookaround`: zero-width group; its inside never splits the input of a repetition.
+ * Rust's Unicode `\w` (UTS#18 Annex C: Alphabetic + M + Nd + Pc + Join_Control) as the inside of
+ * an RE2 class. RE2 has no binary properties: Alphabetic is approximated by L + Nl (+ M, already
+ * there); Other_Alphabetic code points outside M (e.g. circled letters U+24B6–U+24E9) are missed.
  */
-interface Frame {
-  unbounded: boolean;
-  ambiguous: boolean;
-  alternation: boolean;
-  pending: string | null;
-  first: string | null | undefined;
-  atoms: number;
-  readonly lookaround: boolean;
-}
-
-/** What a following quantifier would apply to. */
-type LastAtom =
-  | { readonly kind: 'group'; readonly frame: Frame }
-  | { readonly kind: 'atom'; readonly text: string; readonly separator: boolean }
-  | null;
-
-function newFrame(lookaround: boolean): Frame {
-  return { unbounded: false, ambiguous: false, alternation: false, pending: null, first: undefined, atoms: 0, lookaround };
-}
-
-/** Whether the JS atom `atomText` matches the single character `ch` (checked at compile time). */
-function atomMatches(atomText: string, ch: string, ignoreCase: boolean): boolean {
-  try {
-    return new RegExp('^(?:' + atomText + ')$', ignoreCase ? 'ui' : 'u').test(ch);
-  } catch {
-    return true; // unknown: assume it may match (conservative)
-  }
-}
-
-/** Rust's Unicode `\w` (UTS#18 Annex C), as the inside of a JS `u` class. */
-const WORD_UNICODE = '\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}';
+const WORD_UNICODE = '\\p{L}\\p{Nl}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}';
 const WORD_ASCII = '0-9A-Za-z_';
+/** Rust's Unicode `\s` (the White_Space property) as the inside of an RE2 class. */
+const SPACE_UNICODE = '\\t\\n\\x{B}\\f\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}';
+const SPACE_ASCII = '\\t\\n\\x{B}\\f\\r ';
 
-/** Characters JS allows after `\` in `u` mode outside a class (SyntaxCharacter and `/`). */
-const JS_SYNTAX_CHARS = new Set('^$\\.*+?()[]{}|/'.split(''));
-
-/** `\u{…}` for a code point (valid inside and outside classes with the `u` flag). */
+/** `\x{…}` for a code point (valid inside and outside classes in RE2). */
 function codePoint(cp: number): string {
-  return '\\u{' + cp.toString(16).toUpperCase() + '}';
+  return '\\x{' + cp.toString(16).toUpperCase() + '}';
 }
 
-const PROPERTY_KEYS: Readonly<Record<string, string>> = {
-  gc: 'General_Category', General_Category: 'General_Category',
-  sc: 'Script', Script: 'Script', scx: 'Script_Extensions', Script_Extensions: 'Script_Extensions',
-};
-const propertyCache = new Map<string, string | null>();
+/** Rust property keys RE2 understands through the bare value (RE2 knows scripts and general categories only). */
+const PROPERTY_KEYS: ReadonlySet<string> = new Set(['gc', 'General_Category', 'sc', 'Script', 'scx', 'Script_Extensions']);
+/** Binary properties Rust knows that are expressible as RE2 classes. */
+const BINARY_PROPERTIES: Readonly<Record<string, string>> = { White_Space: SPACE_UNICODE, Alphabetic: '\\p{L}\\p{Nl}\\p{M}' };
 
 /**
- * The JS property escape body for a Rust `\p{name}` (`L`, `Greek`, `sc=Greek`, `gc:Lu`, …), or
- * `null` when JS does not know it verbatim. Each spelling is checked once by compiling it.
+ * The RE2 class body for a Rust `\p{name}` (`L`, `Greek`, `sc=Greek`, `gc:Lu`, `White_Space`),
+ * or `null` when RE2 cannot express it. `valid` tells whether RE2 knows a bare name.
  */
-function jsProperty(name: string): string | null {
-  const hit = propertyCache.get(name);
-  if (hit !== undefined) return hit;
+function re2Property(name: string, valid: (body: string) => boolean): string | null {
   const kv = /^\s*([A-Za-z_]+)\s*[=:]\s*([A-Za-z0-9_]+)\s*$/.exec(name);
-  const candidates = kv !== null
-    ? (PROPERTY_KEYS[kv[1]] !== undefined ? [`${PROPERTY_KEYS[kv[1]]}=${kv[2]}`] : [])
-    : [name.trim(), `Script_Extensions=${name.trim()}`];
-  let found: string | null = null;
-  for (const c of candidates) {
-    if (!/^[A-Za-z0-9_=]+$/.test(c)) continue;
-    try { new RegExp(`\\p{${c}}`, 'u'); found = c; break; } catch { /* try the next spelling */ }
-  }
-  propertyCache.set(name, found);
-  return found;
+  const bare = kv !== null ? (PROPERTY_KEYS.has(kv[1]!) ? kv[2]! : null) : name.trim();
+  if (bare === null || !/^[A-Za-z0-9_]+$/.test(bare)) return null;
+  if (BINARY_PROPERTIES[bare] !== undefined && kv === null) return BINARY_PROPERTIES[bare]!;
+  return valid(`\\p{${bare}}`) ? `\\p{${bare}}` : null;
 }
 
-/** Translates one Rust-syntax pattern into a JS `u`-mode source and flags. */
+/** Translates one Rust-syntax pattern into an RE2 source (flags inline). */
 export class Translator {
   private i = 0;
   private out = '';
   private readonly flags: Flags = { i: false, m: false, s: false, x: false, U: false, u: true };
-  private readonly stack: Frame[] = [newFrame(false)];
-  private lastAtom: LastAtom = null;
-  /** The literal character the last {@link escape} stood for, or `null` (a class, an assertion, …). */
-  private escLiteral: string | null = null;
-  private groups = 0;
-  private maxBackref = 0;
+  private depth = 0;
+  /** Whether the last thing emitted can take a quantifier. */
+  private quantifiable = false;
+  /** The pattern uses `\b` or `\B` (RE2's are ASCII-only: regex.ts runs non-ASCII subjects elsewhere). */
+  boundaries = false;
 
-  constructor(private readonly p: string) {}
+  /**
+   * @param p the Rust pattern
+   * @param valid whether RE2 compiles a small pattern (used to check property names)
+   */
+  constructor(private readonly p: string, private readonly valid: (re2: string) => boolean) {}
 
-  translate(): { source: string; flags: string } {
+  translate(): string {
     this.leadingFlags();
     while (this.i < this.p.length) this.term();
-    if (this.stack.length !== 1) throw new Unsupported('unbalanced');
-    if (this.maxBackref > this.groups) throw new Unsupported('backreference to a missing group');
-    return { source: this.out, flags: 'u' + (this.flags.i ? 'i' : '') + (this.flags.m ? 'm' : '') };
+    if (this.depth !== 0) throw new Unsupported('unbalanced (');
+    const f = (this.flags.i ? 'i' : '') + (this.flags.m ? 'm' : '');
+    return (f ? `(?${f})` : '') + this.out;
   }
 
   private leadingFlags(): void {
@@ -124,7 +83,7 @@ export class Translator {
     for (;;) {
       const m = re.exec(this.p.slice(this.i));
       if (m === null || (m[1] === '' && m[2] === undefined)) return;
-      this.setFlags(m[1], true);
+      this.setFlags(m[1]!, true);
       if (m[2] !== undefined) this.setFlags(m[2], false);
       this.i += m[0].length;
       this.skipExtended();
@@ -149,201 +108,108 @@ export class Translator {
     }
   }
 
+  private emit(text: string, quantifiable: boolean): void {
+    this.out += text;
+    this.quantifiable = quantifiable;
+  }
+
   private term(): void {
     this.skipExtended();
     if (this.i >= this.p.length) return;
-    const c = this.p[this.i];
+    const c = this.p[this.i]!;
     switch (c) {
       case '(': this.group(); return;
-      case ')': this.closeGroup(); return;
-      case '[': this.atom(this.klass(), null); return;
-      case '.': this.i++; this.atom(this.flags.s ? '[^]' : '[^\\n]', null); return;
-      case '\\': { const text = this.escape(false); this.atom(text, this.escLiteral); return; }
+      case ')':
+        if (this.depth === 0) throw new Unsupported('unbalanced )');
+        this.i++; this.depth--; this.emit(')', true); return;
+      case '[': this.emit(this.klass(), true); return;
+      case '.': this.i++; this.emit(this.flags.s ? '(?s:.)' : '[^\\n]', true); return;
+      case '\\': { const [text, q] = this.escape(false); this.emit(text, q); return; }
       case '*': case '+': case '?': case '{': this.quantifier(); return;
-      case '|': {
-        this.i++;
-        this.out += c;
-        const top = this.top();
-        top.alternation = true;
-        if (top.pending !== null) { top.ambiguous = true; top.pending = null; } // `(a+|b)`
-        this.lastAtom = null;
-        return;
-      }
-      case '^': case '$': this.i++; this.out += c; this.lastAtom = null; return; // zero-width
-      case ']': case '}': case '/': this.i++; this.atom('\\' + c, c); return; // literal in Rust; escaped for `u`
+      case '|': this.i++; this.emit('|', false); return;
+      case '^': case '$': this.i++; this.emit(c, false); return; // zero-width
+      case ']': case '}': case '/': this.i++; this.emit('\\' + c, true); return; // literal in Rust
       default: {
-        // One code point (a surrogate pair stays together so a quantifier applies to all of it).
         const len = this.p.codePointAt(this.i)! > 0xffff ? 2 : 1;
-        const ch = this.p.slice(this.i, this.i + len);
+        this.emit(this.p.slice(this.i, this.i + len), true);
         this.i += len;
-        this.atom(ch, ch);
         return;
       }
     }
-  }
-
-  private top(): Frame {
-    return this.stack[this.stack.length - 1];
-  }
-
-  /** Emits a non-group atom; `literal` is the one character it matches, if it is a literal. */
-  private atom(text: string, literal: string | null): void {
-    this.out += text;
-    const top = this.top();
-    top.atoms++;
-    if (top.first === undefined) top.first = literal;
-    let separator = false;
-    if (top.pending !== null) {
-      separator = literal !== null && !atomMatches(top.pending, literal, this.flags.i);
-      if (!separator) top.ambiguous = true; // `\w+\d`, `\w+\b`, `.+\.`
-      top.pending = null;
-    }
-    this.lastAtom = { kind: 'atom', text, separator };
   }
 
   private group(): void {
     const rest = this.p.slice(this.i);
-    let open: string;
-    let lookaround = false;
     let m: RegExpExecArray | null;
-    if ((m = /^\(\?P=([A-Za-z_][A-Za-z0-9_]*)\)/.exec(rest)) !== null) {
-      this.i += m[0].length;
-      this.atom('\\k<' + m[1] + '>', null);
-      return;
+    let open: string;
+    if (/^\(\?P=/.test(rest) || /^\(\?(?:=|!|<=|<!)/.test(rest)) {
+      throw new Unsupported('backreferences and lookaround need a backtracking engine (not linear-time)');
     }
-    if ((m = /^\(\?P?<([A-Za-z_][A-Za-z0-9_]*)>/.exec(rest)) !== null) {
-      open = '(?<' + m[1] + '>'; this.groups++;
-    } else if ((m = /^\(\?(?::|=|!|<=|<!)/.exec(rest)) !== null) {
-      open = m[0];
-      lookaround = open !== '(?:';
-    } else if (rest.startsWith('(?')) {
-      throw new Unsupported('inline flags, atomic or other special group');
-    } else {
-      m = /^\(/.exec(rest)!; open = '('; this.groups++;
-    }
+    if ((m = /^\(\?P?<([A-Za-z_][A-Za-z0-9_]*)>/.exec(rest)) !== null) open = '(?P<' + m[1] + '>';
+    else if ((m = /^\(\?:/.exec(rest)) !== null) open = '(?:';
+    else if (rest.startsWith('(?')) throw new Unsupported('inline flags, atomic or other special group');
+    else { m = /^\(/.exec(rest)!; open = '('; }
     this.i += m[0].length;
-    this.out += open;
-    const parent = this.top();
-    const frame = newFrame(lookaround);
-    if (!lookaround) { frame.pending = parent.pending; parent.pending = null; } // the group's first atom may separate
-    this.stack.push(frame);
-    this.lastAtom = null;
-  }
-
-  private closeGroup(): void {
-    if (this.stack.length === 1) throw new Unsupported('unbalanced )');
-    this.i++;
-    const frame = this.stack.pop()!;
-    // Alternatives that can both consume input make each iteration ambiguous: `(\w+|\d+)`.
-    if (frame.alternation && frame.unbounded) frame.ambiguous = true;
-    this.out += ')';
-    const parent = this.top();
-    parent.atoms++;
-    if (parent.first === undefined) parent.first = null; // a group: its first character is not analysed
-    if (!frame.lookaround) {
-      parent.unbounded ||= frame.unbounded;
-      parent.ambiguous ||= frame.ambiguous;
-      parent.pending = frame.pending; // a trailing `\w+` still wants a separator after the group
-    }
-    this.lastAtom = { kind: 'group', frame };
+    this.depth++;
+    this.emit(open, false);
   }
 
   private quantifier(): void {
     const p = this.p;
+    if (!this.quantifiable) throw new Unsupported('nothing to repeat');
     let q: string;
-    let unbounded: boolean;
-    const c = p[this.i];
+    const c = p[this.i]!;
     if (c === '{') {
       const m = /^\{(\d*)(?:(,)(\d*))?\}/.exec(p.slice(this.i));
       if (m === null || (m[1] === '' && (m[2] === undefined || m[3] === ''))) throw new Unsupported('bad repetition');
       if (m[1] !== '' && m[3] !== undefined && m[3] !== '' && Number(m[1]) > Number(m[3])) throw new Unsupported('bad range');
       q = '{' + (m[1] === '' ? '0' : m[1]) + (m[2] ?? '') + (m[3] ?? '') + '}';
-      unbounded = m[2] !== undefined && m[3] === '';
       this.i += m[0].length;
     } else {
-      q = c; unbounded = c !== '?'; this.i++;
+      q = c; this.i++;
     }
     let lazy = false;
     if (p[this.i] === '?') { lazy = true; this.i++; }
     else if (p[this.i] === '+') throw new Unsupported('possessive quantifier');
     if (this.flags.U) lazy = !lazy;
-    const optional = c === '?' || c === '*' || q.startsWith('{0');
-    const top = this.top();
-    const last = this.lastAtom;
-    if (last !== null && last.kind === 'group') {
-      const g = last.frame;
-      // A trailing unbounded atom is fine when the group's mandatory first literal, which starts
-      // the next iteration, cannot be matched by it.
-      const cyclic = g.pending === null
-        || (typeof g.first === 'string' && !atomMatches(g.pending, g.first, this.flags.i));
-      if (unbounded && g.unbounded && (g.ambiguous || !cyclic || g.lookaround)) {
-        throw new Unsupported('nested unbounded quantifiers without a separating literal (exponential backtracking in V8)');
-      }
-      if (unbounded || g.unbounded) {
-        top.unbounded = true;
-        // A repeated group inside a group that is itself repeated: not analysed further.
-        if (unbounded && g.unbounded) top.ambiguous = true;
-      }
-      if (optional && g.unbounded) top.ambiguous = true;
-    } else if (last !== null && last.kind === 'atom') {
-      if (optional && last.separator) top.ambiguous = true; // `(\w+\.?)*`: the separator is optional
-      if (optional && top.atoms === 1) top.first = null; // an optional first literal separates nothing
-      if (unbounded) {
-        if (top.pending !== null) top.ambiguous = true;
-        top.pending = last.text;
-        top.unbounded = true;
-      }
-    }
-    this.out += q + (lazy ? '?' : '');
-    this.lastAtom = null;
+    this.emit(q + (lazy ? '?' : ''), false);
   }
 
-  /** The inside of a JS class for Rust's `\w` under the current `u` flag. */
+  /** The inside of an RE2 class for Rust's `\w` under the current `u` flag. */
   private wordSet(): string {
     return this.flags.u ? WORD_UNICODE : WORD_ASCII;
   }
 
-  /** An escape at `\`; returns its JS text (`inClass`: for use inside a class). */
-  private escape(inClass: boolean): string {
+  private spaceSet(): string {
+    return this.flags.u ? SPACE_UNICODE : SPACE_ASCII;
+  }
+
+  /** An escape at `\`; returns its RE2 text (`inClass`: for use inside a class) and whether a quantifier may follow. */
+  private escape(inClass: boolean): [string, boolean] {
     const p = this.p;
     const c = p[this.i + 1];
     if (c === undefined) throw new Unsupported('trailing backslash');
     this.i += 2;
-    this.escLiteral = null;
-    if (c >= '1' && c <= '9') {
-      if (inClass) throw new Unsupported('backreference in class');
-      let n = c;
-      while (p[this.i] >= '0' && p[this.i] <= '9') n += p[this.i++];
-      this.maxBackref = Math.max(this.maxBackref, Number(n));
-      return '(?:\\' + n + ')';
-    }
+    if (c >= '0' && c <= '9') throw new Unsupported('backreferences need a backtracking engine (not linear-time)');
     const u = this.flags.u;
+    const set = (inside: string, negated: boolean): [string, boolean] => {
+      if (!inClass) return [(negated ? '[^' : '[') + inside + ']', true];
+      if (negated) throw new Unsupported(`\\${c} inside a class`);
+      return [inside, true];
+    };
     switch (c) {
-      case 'd': return u ? '\\p{Nd}' : inClass ? '0-9' : '[0-9]';
-      case 'D':
-        if (u) return '\\P{Nd}';
-        if (inClass) throw new Unsupported('\\D inside a class under (?-u)');
-        return '[^0-9]';
-      case 's': return u ? '\\p{White_Space}' : inClass ? '\\t\\n\\v\\f\\r ' : '[\\t\\n\\v\\f\\r ]';
-      case 'S':
-        if (u) return '\\P{White_Space}';
-        if (inClass) throw new Unsupported('\\S inside a class under (?-u)');
-        return '[^\\t\\n\\v\\f\\r ]';
-      case 'w': return inClass ? this.wordSet() : '[' + this.wordSet() + ']';
-      case 'W':
-        if (inClass) throw new Unsupported('\\W inside a class');
-        return '[^' + this.wordSet() + ']';
-      case 'n': case 't': case 'r': case 'f': case 'v':
-        this.escLiteral = ({ n: '\n', t: '\t', r: '\r', f: '\f', v: '\v' } as Record<string, string>)[c];
-        return '\\' + c;
-      case 'b': case 'B': {
+      case 'd': return u ? ['\\p{Nd}', true] : set('0-9', false);
+      case 'D': return u ? ['\\P{Nd}', true] : set('0-9', true);
+      case 's': return set(this.spaceSet(), false);
+      case 'S': return set(this.spaceSet(), true);
+      case 'w': return set(this.wordSet(), false);
+      case 'W': return set(this.wordSet(), true);
+      case 'n': case 't': case 'r': case 'f': case 'v': return [c === 'v' ? '\\x{B}' : '\\' + c, true];
+      case 'b': case 'B':
         if (inClass) throw new Unsupported('\\b in class');
         if (p[this.i] === '{') throw new Unsupported('\\b{...}');
-        const w = '[' + this.wordSet() + ']';
-        return c === 'b'
-          ? `(?:(?<=${w})(?!${w})|(?<!${w})(?=${w}))`
-          : `(?:(?<=${w})(?=${w})|(?<!${w})(?!${w}))`;
-      }
+        this.boundaries = true;
+        return ['\\' + c, false]; // RE2's ASCII word boundary: exact for ASCII subjects
       case 'p': case 'P': {
         let name: string;
         if (p[this.i] === '{') {
@@ -357,19 +223,15 @@ export class Translator {
         }
         let negated = c === 'P';
         if (name.startsWith('^')) { negated = !negated; name = name.slice(1); }
-        const prop = jsProperty(name);
+        const prop = re2Property(name, this.valid);
         if (prop === null) throw new Unsupported(`unknown Unicode class ${JSON.stringify(name)}`);
-        return (negated ? '\\P{' : '\\p{') + prop + '}';
+        if (prop.startsWith('\\p{') && prop.indexOf('\\', 1) < 0) return [negated ? '\\P' + prop.slice(2) : prop, true];
+        return set(prop, negated);
       }
-      case 'a': this.escLiteral = '\x07'; return '\\x07';
-      case 'A': if (inClass) throw new Unsupported('\\A in class'); return '(?<![^])';
-      case 'z': if (inClass) throw new Unsupported('\\z in class'); return '(?![^])';
-      case 'k': {
-        const m = /^<([A-Za-z_][A-Za-z0-9_]*)>/.exec(p.slice(this.i));
-        if (m === null || inClass) throw new Unsupported('\\k');
-        this.i += m[0].length;
-        return '\\k<' + m[1] + '>';
-      }
+      case 'a': return ['\\x07', true];
+      case 'A': if (inClass) throw new Unsupported('\\A in class'); return ['\\A', false];
+      case 'z': if (inClass) throw new Unsupported('\\z in class'); return ['\\z', false];
+      case 'k': throw new Unsupported('backreferences need a backtracking engine (not linear-time)');
       case 'x': case 'u': case 'U': {
         const rest = p.slice(this.i);
         const m = rest[0] === '{'
@@ -377,23 +239,20 @@ export class Translator {
           : c === 'x' ? /^([0-9A-Fa-f]{2})/.exec(rest) : c === 'u' ? /^([0-9A-Fa-f]{4})/.exec(rest) : /^([0-9A-Fa-f]{8})/.exec(rest);
         if (m === null) throw new Unsupported('bad hex escape');
         this.i += m[0].length;
-        const cp = parseInt(m[1], 16);
+        const cp = parseInt(m[1]!, 16);
         if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) throw new Unsupported('bad code point');
-        this.escLiteral = String.fromCodePoint(cp);
-        return codePoint(cp);
+        return [codePoint(cp), true];
       }
       default: {
         const code = c.charCodeAt(0);
         // Rust allows escaping any ASCII character but [0-9A-Za-z<>] (`\<`/`\>` are boundaries).
         if (code >= 128 || code < 32 || /[0-9A-Za-z<>]/.test(c)) throw new Unsupported('escape \\' + c);
-        this.escLiteral = c;
-        if (JS_SYNTAX_CHARS.has(c) || (inClass && c === '-')) return '\\' + c;
-        return c; // the `u` flag forbids `\#`, `\@`, …; the bare character means the same
+        return ['\\' + c, true]; // RE2 accepts any escaped ASCII punctuation
       }
     }
   }
 
-  /** A bracketed class at `[`; returns its JS text. */
+  /** A bracketed class at `[`; returns its RE2 text. */
   private klass(): string {
     const p = this.p;
     this.i++;
@@ -408,20 +267,19 @@ export class Translator {
       first = false;
       if (c === '[') {
         const m = /^\[:(\^?)([a-z]+):\]/.exec(p.slice(this.i));
-        if (m === null || m[1] === '^' || POSIX_CLASSES[m[2]] === undefined) throw new Unsupported('nested class');
-        out += POSIX_CLASSES[m[2]];
+        if (m === null || m[1] === '^' || POSIX_CLASSES[m[2]!] === undefined) throw new Unsupported('nested class');
+        out += POSIX_CLASSES[m[2]!];
         this.i += m[0].length;
         continue;
       }
       if ((c === '&' || c === '-' || c === '~') && p[this.i + 1] === c && !(c === '-' && p[this.i + 2] === ']')) {
         throw new Unsupported('class set operation');
       }
-      if (c === '\\') { out += this.escape(true); continue; }
-      if (c === ']' || c === '/') { out += '\\' + c; this.i++; continue; }
+      if (c === '\\') { out += this.escape(true)[0]; continue; }
+      if (c === ']') { out += '\\]'; this.i++; continue; }
       const len = p.codePointAt(this.i)! > 0xffff ? 2 : 1;
       out += p.slice(this.i, this.i + len);
       this.i += len;
     }
   }
 }
-

@@ -1,88 +1,100 @@
 /**
- * `regex` / `not_regex` patterns: translate Rust `fancy_regex` syntax into a JavaScript `RegExp`
- * once, at compile time. Source: Rust `rust/feature-flags/src/properties/property_matching.rs`
- * (patterns built with `fancy_regex::RegexBuilder`, backtrack limit 10,000; a build error or a
- * limit error makes both `regex` and `not_regex` false) and research/posthog-flag-evaluation.md
- * §3.3 "regex".
+ * `regex` / `not_regex` patterns, evaluated without ever stalling (issue 8 item 3). Sources:
+ * Rust `rust/feature-flags/src/properties/property_matching.rs` (patterns built with
+ * fancy_regex, backtrack limit 10,000; a build error or a limit error makes both `regex` and
+ * `not_regex` false) and research/posthog-flag-evaluation.md §3.3 "regex": an unanchored search.
  *
- * Translation, into a JS pattern with the `u` flag (code-point semantics and Unicode property
- * escapes, as Rust):
- * - leading inline flag groups `(?i)`, `(?m)`, `(?s)`, `(?x)`, `(?U)`, `(?u)` (and `(?-u)` …)
- *   become JS flags or are applied by the translator (`x`: whitespace and `#` comments dropped;
- *   `U`: greedy and lazy swapped; `-u`: ASCII classes); `R` is accepted and ignored;
- * - Unicode classes as Rust defines them: `\d` → `\p{Nd}`, `\s` → `\p{White_Space}`,
- *   `\w` → Alphabetic + Mark + Nd + Pc + Join_Control, `\b`/`\B` → lookarounds over that `\w`;
- *   `\pL`, `\p{Greek}`, `\p{sc=Greek}`, `\p{^L}`, `\P{…}` → JS property escapes (a bare script
- *   name means Script_Extensions);
- * - `.` becomes `[^\n]` (Rust excludes only `\n`; JS also excludes `\r`, U+2028, U+2029), or
- *   `[^]` under `s`;
- * - `\A` → start of text, `\z` → end of text, `(?P<n>…)` → `(?<n>…)`, `(?P=n)` → `\k<n>`,
- *   `\x{…}`/`\u{…}`/`\uHHHH`/`\U{…}`/`\UHHHHHHHH` → `\u{…}`, `{,n}` → `{0,n}`, POSIX classes
- *   `[[:alpha:]]` → ASCII ranges; Rust's escapes of any ASCII punctuation (`\-`, `\#`, `\@`)
- *   become the literal character where the `u` flag forbids the escape.
+ * Two engines, chosen once per pattern at compile time, as fancy_regex itself does (it hands
+ * plain patterns to the linear `regex` crate and runs only fancy ones by backtracking):
+ * - plain patterns (nearly all) are translated to RE2 syntax (regex-translate.ts) and run by
+ *   re2js, a pure-JS RE2 whose automata never backtrack: time is linear in pattern × subject,
+ *   so no pattern and no subject can stall evaluation (V8 froze a node 3 s on `(\w|\d)+$` and
+ *   29 characters). No subject-length cap and no pattern-shape refusal are needed;
+ * - patterns only a backtracking engine runs (lookahead, lookbehind, backreferences, and Unicode
+ *   properties RE2 cannot express), and patterns with `\b`/`\B` on a non-ASCII subject (RE2's
+ *   word boundary is ASCII, Rust's Unicode), are translated to JS (regex-translate-js.ts) and
+ *   run by V8 inside a `node:vm` context with a {@link BACKTRACK_TIMEOUT_MS} time limit, the
+ *   stand-in for fancy_regex's backtrack limit: a search that runs out answers as Rust's limit
+ *   error does (false for both operators). Costs ~0.15 ms per search (the watchdog thread),
+ *   paid only by those patterns.
  *
- * Unsupported (the pattern counts as invalid: both operators give false, and
- * {@link isValidRegex} says false; Rust would accept them): inline flags anywhere but the very
- * start, scoped flag groups `(?i:…)`, nested classes and class set operations (`&&`, `--`,
- * `~~`), negated POSIX classes, `\W` inside a class, atomic groups, possessive quantifiers,
- * `\<`, `\>`, `\b{…}`, `\K`, `\Z`, Unicode property names JS does not know verbatim (Rust also
- * accepts loose spellings such as `\p{letter}` or `\p{ Greek }`).
+ * Dialect (both engines): leading inline flags `(?i)`, `(?m)`, `(?s)`, `(?x)`, `(?U)`, `(?u)`/
+ * `(?-u)` (`R` ignored); Unicode `\d`, `\s`, `\w`, `\b`; `\pL`, `\p{Greek}`, `\p{sc=Greek}`,
+ * `\p{gc:Lu}`, `\p{^L}`, `\P{…}`; `.` excludes only `\n`; `\A`, `\z`, `(?P<n>…)`, `(?P=n)`,
+ * `\x{…}`/`\u{…}`/`\uHHHH`/`\U{…}`/`\UHHHHHHHH`, `{,n}`, POSIX classes, escaped ASCII punctuation.
+ * Refused (invalid: 400 with `attr` on write, false at evaluation): inline flags anywhere but
+ * the very start, scoped flag groups `(?i:…)`, nested classes and class set operations,
+ * negated POSIX classes, `\W` inside a class, atomic groups, possessive quantifiers, `\<`,
+ * `\>`, `\b{…}`, `\K`, `\Z`, Unicode property names neither engine knows verbatim.
  *
- * Dialect gaps that remain: `(?i)` uses JS's simple case folding (Rust: simple case folding
- * too, so differences are limited to Unicode-version skew); under `(?m)`, JS `^`/`$` also treat
- * `\r`, U+2028 and U+2029 as line ends; fancy_regex rejects some lookbehinds JS accepts
- * (variable length).
- *
- * Backtracking guard: V8 has no backtrack limit, while Rust runs plain patterns on the linear
- * `regex` crate and fancy ones under a 10,000-step limit. Two guards here:
- * - an unbounded quantifier applied to a group that itself holds an unbounded quantifier is
- *   refused as unsupported unless every unbounded atom inside the group is followed by a
- *   mandatory literal it cannot match (a separator, after it or starting the next iteration):
- *   `([a-z0-9-]+\.)*posthog\.com` and `\w+(\.\w+)*@` are accepted,
- *   while `(a+)+`, `(\w+\s?)*`, `(\w+\d+)*`, `(?:[a-z]+|[0-9]+)*` and deeper nesting are
- *   refused. V8 is exponential on the refused shapes (measured: `(?:[a-z]+|[a-z0-9]+)*@` takes
- *   5 s on 16 characters) and no subject-length cap small enough to be safe would leave them
- *   useful. Rust would accept and evaluate them; {@link describeRegexProblem} says why.
- *   Ambiguity without nested quantifiers (`(a|aa)*b`) is not detected;
- * - a subject longer than {@link MAX_REGEX_SUBJECT_LENGTH} UTF-16 units is treated like Rust's
- *   limit error: no match for either operator. Even plain patterns are quadratic in V8 when
- *   unanchored (measured: `\w+@` on 10,000 letters takes ~200 ms, on 2,048 ~5 ms), so the cap
- *   is sized for URLs and e-mails, not for documents. It bounds, but does not remove,
- *   polynomial blow-ups such as `.*a.*a.*b`. A linear-time engine would remove both gaps.
+ * Dialect gaps: `\p{Greek}` is the Script property under RE2 (Rust: Script_Extensions); RE2's
+ * `\w` misses the few Other_Alphabetic code points outside the M categories; `(?i)` case
+ * folding may differ by Unicode version.
  */
 
+import vm from 'node:vm';
+import { RE2JS } from 're2js';
 import { Translator } from './regex-translate.js';
+import { BacktrackingTranslator } from './regex-translate-js.js';
 
-/** Subjects longer than this (UTF-16 code units) never match (`regex` and `not_regex` false). */
-export const MAX_REGEX_SUBJECT_LENGTH = 2048;
+/**
+ * Longest one backtracking search may run, in milliseconds (then: no match for either
+ * operator). Patterns are written by project admins; the subject is public input, so this
+ * bounds what one request can cost with the worst admin pattern. Generous enough that a sound
+ * search on a busy machine never hits it (a time limit is noisier than fancy_regex's step limit).
+ */
+export const BACKTRACK_TIMEOUT_MS = 50;
 
 /** A pattern compiled once. */
 export interface CompiledRegex {
-  readonly regex: RegExp;
-  /** The longest subject tested; longer subjects count as a limit error (false). */
-  readonly maxSubjectLength: number;
+  /** The RE2 program, when RE2 runs the pattern. */
+  readonly re2: RE2JS | null;
+  /** The V8 program, when the pattern needs it (see the module doc). */
+  readonly backtracking: RegExp | null;
+  /** The pattern has `\b`/`\B`: a non-ASCII subject goes to the backtracking program. */
+  readonly boundaries: boolean;
+}
+
+/** Whether re2js compiles an RE2 source (the translator checks property names with it). */
+function re2Compiles(source: string): boolean {
+  try { RE2JS.compile(source); return true; } catch { return false; }
 }
 
 /**
  * Translates and compiles a Rust-syntax pattern once. `null` when the pattern is invalid in Rust
- * or uses syntax this module does not translate (see the module doc); both mean "no match for
- * `regex` and `not_regex`".
+ * or uses syntax neither engine runs (see the module doc); both mean "no match for `regex` and
+ * `not_regex`".
  */
 export function compileRegex(pattern: string): CompiledRegex | null {
   return compileOrExplain(pattern).compiled;
 }
 
 function compileOrExplain(pattern: string): { compiled: CompiledRegex | null; problem: string | null } {
+  let re2: RE2JS | null = null;
+  let boundaries = false;
+  let problem: string | null = null;
   try {
-    const { source, flags } = new Translator(pattern).translate();
-    return { compiled: { regex: new RegExp(source, flags), maxSubjectLength: MAX_REGEX_SUBJECT_LENGTH }, problem: null };
+    const t = new Translator(pattern, re2Compiles);
+    re2 = RE2JS.compile(t.translate());
+    boundaries = t.boundaries;
   } catch (e) {
-    return { compiled: null, problem: e instanceof Error ? e.message : String(e) };
+    problem = e instanceof Error ? e.message : String(e);
   }
+  let backtracking: RegExp | null = null;
+  if (re2 === null || boundaries) {
+    try {
+      const { source, flags } = new BacktrackingTranslator(pattern).translate();
+      backtracking = new RegExp(source, flags);
+      backtracking.test(''); // V8 compiles a RegExp on first use: pay that here, not inside the time limit
+    } catch (e) {
+      if (re2 === null) return { compiled: null, problem: e instanceof Error ? e.message : String(e) };
+    }
+  }
+  return { compiled: { re2, backtracking, boundaries: boundaries && backtracking !== null }, problem: re2 === null && backtracking === null ? problem : null };
 }
 
 /**
- * Whether a pattern compiles here (Rust syntax, within the supported subset). The control
+ * Whether a pattern compiles here (Rust syntax, within what the two engines run). The control
  * plane's validator uses it to reject patterns on write.
  */
 export function isValidRegex(pattern: string): boolean {
@@ -97,11 +109,25 @@ export function describeRegexProblem(pattern: string): string | null {
   return compileOrExplain(pattern).problem;
 }
 
+const ASCII = /^[\x00-\x7f]*$/;
+const sandbox = vm.createContext(Object.create(null) as object);
+const search = new vm.Script('r.test(s)');
+
 /**
- * Unanchored, case-sensitive (unless `(?i)`) search, as Rust's `Regex::find(..).is_some()`.
- * A subject over the length cap answers `null` (Rust's limit error; both operators false).
+ * Unanchored search, as Rust's `Regex::find(..).is_some()`. `null` when a backtracking search
+ * ran out of time (Rust's limit error: both operators false).
  */
 export function regexSearch(compiled: CompiledRegex, subject: string): boolean | null {
-  if (subject.length > compiled.maxSubjectLength) return null;
-  return compiled.regex.test(subject);
+  if (compiled.re2 !== null && !(compiled.boundaries && !ASCII.test(subject))) return compiled.re2.test(subject);
+  const box = sandbox as { r?: RegExp; s?: string };
+  box.r = compiled.backtracking!;
+  box.s = subject;
+  try {
+    return search.runInContext(sandbox, { timeout: BACKTRACK_TIMEOUT_MS }) as boolean;
+  } catch {
+    return null;
+  } finally {
+    box.r = undefined;
+    box.s = undefined;
+  }
 }

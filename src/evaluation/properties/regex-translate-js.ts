@@ -1,0 +1,305 @@
+/**
+ * The Rust fancy_regex dialect translated into JavaScript `u`-mode syntax, for the few patterns
+ * RE2 cannot run (lookaround, backreferences, or `\b` on a non-ASCII subject): leading inline
+ * flags become JS flags, `\d` `\w` `\s` `\b` and `\p{…}` get Rust's Unicode meaning, POSIX
+ * classes expand, and constructs JS would run with different semantics (atomic groups, set
+ * operations) are refused with {@link Unsupported}. Such patterns run on V8's backtracking
+ * engine under a time limit (regex.ts), which stands in for fancy_regex's backtrack limit.
+ * Pure; no state outside one {@link Translator}.
+ */
+
+/** Thrown by the translator for syntax it does not translate or Rust rejects; the message says which. */
+export class Unsupported extends Error {}
+
+const POSIX_CLASSES: Readonly<Record<string, string>> = {
+  alnum: '0-9A-Za-z', alpha: 'A-Za-z', ascii: '\\x00-\\x7F', blank: '\\t ', cntrl: '\\x00-\\x1F\\x7F',
+  digit: '0-9', graph: '!-~', lower: 'a-z', print: ' -~', punct: '!-\\/:-@\\[-`{-~',
+  space: '\\t\\n\\v\\f\\r ', upper: 'A-Z', word: '0-9A-Za-z_', xdigit: '0-9A-Fa-f',
+};
+
+interface Flags { i: boolean; m: boolean; s: boolean; x: boolean; U: boolean; u: boolean }
+
+/** Rust's Unicode `\w` (UTS#18 Annex C), as the inside of a JS `u` class. */
+const WORD_UNICODE = '\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}';
+const WORD_ASCII = '0-9A-Za-z_';
+
+/** Characters JS allows after `\` in `u` mode outside a class (SyntaxCharacter and `/`). */
+const JS_SYNTAX_CHARS = new Set('^$\\.*+?()[]{}|/'.split(''));
+
+/** `\u{…}` for a code point (valid inside and outside classes with the `u` flag). */
+function codePoint(cp: number): string {
+  return '\\u{' + cp.toString(16).toUpperCase() + '}';
+}
+
+const PROPERTY_KEYS: Readonly<Record<string, string>> = {
+  gc: 'General_Category', General_Category: 'General_Category',
+  sc: 'Script', Script: 'Script', scx: 'Script_Extensions', Script_Extensions: 'Script_Extensions',
+};
+const propertyCache = new Map<string, string | null>();
+
+/**
+ * The JS property escape body for a Rust `\p{name}` (`L`, `Greek`, `sc=Greek`, `gc:Lu`, …), or
+ * `null` when JS does not know it verbatim. Each spelling is checked once by compiling it.
+ */
+function jsProperty(name: string): string | null {
+  const hit = propertyCache.get(name);
+  if (hit !== undefined) return hit;
+  const kv = /^\s*([A-Za-z_]+)\s*[=:]\s*([A-Za-z0-9_]+)\s*$/.exec(name);
+  const candidates = kv !== null
+    ? (PROPERTY_KEYS[kv[1]] !== undefined ? [`${PROPERTY_KEYS[kv[1]]}=${kv[2]}`] : [])
+    : [name.trim(), `Script_Extensions=${name.trim()}`];
+  let found: string | null = null;
+  for (const c of candidates) {
+    if (!/^[A-Za-z0-9_=]+$/.test(c)) continue;
+    try { new RegExp(`\\p{${c}}`, 'u'); found = c; break; } catch { /* try the next spelling */ }
+  }
+  propertyCache.set(name, found);
+  return found;
+}
+
+/** Translates one Rust-syntax pattern into a JS `u`-mode source and flags (for V8). */
+export class BacktrackingTranslator {
+  private i = 0;
+  private out = '';
+  private readonly flags: Flags = { i: false, m: false, s: false, x: false, U: false, u: true };
+  private depth = 0;
+  private groups = 0;
+  private maxBackref = 0;
+
+  constructor(private readonly p: string) {}
+
+  translate(): { source: string; flags: string } {
+    this.leadingFlags();
+    while (this.i < this.p.length) this.term();
+    if (this.depth !== 0) throw new Unsupported('unbalanced');
+    if (this.maxBackref > this.groups) throw new Unsupported('backreference to a missing group');
+    return { source: this.out, flags: 'u' + (this.flags.i ? 'i' : '') + (this.flags.m ? 'm' : '') };
+  }
+
+  private leadingFlags(): void {
+    const re = /^\(\?([a-zA-Z]*)(?:-([a-zA-Z]*))?\)/;
+    for (;;) {
+      const m = re.exec(this.p.slice(this.i));
+      if (m === null || (m[1] === '' && m[2] === undefined)) return;
+      this.setFlags(m[1], true);
+      if (m[2] !== undefined) this.setFlags(m[2], false);
+      this.i += m[0].length;
+      this.skipExtended();
+    }
+  }
+
+  private setFlags(letters: string, on: boolean): void {
+    for (const c of letters) {
+      if (c === 'i' || c === 'm' || c === 's' || c === 'x' || c === 'U' || c === 'u') this.flags[c] = on;
+      else if (c !== 'R') throw new Unsupported(`flag ${c}`);
+    }
+  }
+
+  private skipExtended(): void {
+    if (!this.flags.x) return;
+    const p = this.p;
+    while (this.i < p.length) {
+      const c = p[this.i];
+      if (c === ' ' || c === '\t' || c === '\n' || c === '\r' || c === '\f' || c === '\v') this.i++;
+      else if (c === '#') { while (this.i < p.length && p[this.i] !== '\n') this.i++; }
+      else return;
+    }
+  }
+
+  private term(): void {
+    this.skipExtended();
+    if (this.i >= this.p.length) return;
+    const c = this.p[this.i];
+    switch (c) {
+      case '(': this.group(); return;
+      case ')': this.closeGroup(); return;
+      case '[': this.out += this.klass(); return;
+      case '.': this.i++; this.out += this.flags.s ? '[^]' : '[^\\n]'; return;
+      case '\\': this.out += this.escape(false); return;
+      case '*': case '+': case '?': case '{': this.quantifier(); return;
+      case '|': case '^': case '$': this.i++; this.out += c; return;
+      case ']': case '}': case '/': this.i++; this.out += '\\' + c; return; // literal in Rust; escaped for `u`
+      default: {
+        // One code point (a surrogate pair stays together so a quantifier applies to all of it).
+        const len = this.p.codePointAt(this.i)! > 0xffff ? 2 : 1;
+        const ch = this.p.slice(this.i, this.i + len);
+        this.i += len;
+        this.out += ch;
+        return;
+      }
+    }
+  }
+
+  private group(): void {
+    const rest = this.p.slice(this.i);
+    let open: string;
+    let m: RegExpExecArray | null;
+    if ((m = /^\(\?P=([A-Za-z_][A-Za-z0-9_]*)\)/.exec(rest)) !== null) {
+      this.i += m[0].length;
+      this.out += '\\k<' + m[1] + '>';
+      return;
+    }
+    if ((m = /^\(\?P?<([A-Za-z_][A-Za-z0-9_]*)>/.exec(rest)) !== null) {
+      open = '(?<' + m[1] + '>'; this.groups++;
+    } else if ((m = /^\(\?(?::|=|!|<=|<!)/.exec(rest)) !== null) {
+      open = m[0];
+    } else if (rest.startsWith('(?')) {
+      throw new Unsupported('inline flags, atomic or other special group');
+    } else {
+      m = /^\(/.exec(rest)!; open = '('; this.groups++;
+    }
+    this.i += m[0].length;
+    this.out += open;
+    this.depth++;
+  }
+
+  private closeGroup(): void {
+    if (this.depth === 0) throw new Unsupported('unbalanced )');
+    this.i++;
+    this.depth--;
+    this.out += ')';
+  }
+
+  private quantifier(): void {
+    const p = this.p;
+    let q: string;
+    const c = p[this.i];
+    if (c === '{') {
+      const m = /^\{(\d*)(?:(,)(\d*))?\}/.exec(p.slice(this.i));
+      if (m === null || (m[1] === '' && (m[2] === undefined || m[3] === ''))) throw new Unsupported('bad repetition');
+      if (m[1] !== '' && m[3] !== undefined && m[3] !== '' && Number(m[1]) > Number(m[3])) throw new Unsupported('bad range');
+      q = '{' + (m[1] === '' ? '0' : m[1]) + (m[2] ?? '') + (m[3] ?? '') + '}';
+      this.i += m[0].length;
+    } else {
+      q = c; this.i++;
+    }
+    let lazy = false;
+    if (p[this.i] === '?') { lazy = true; this.i++; }
+    else if (p[this.i] === '+') throw new Unsupported('possessive quantifier');
+    if (this.flags.U) lazy = !lazy;
+    this.out += q + (lazy ? '?' : '');
+  }
+
+  /** The inside of a JS class for Rust's `\w` under the current `u` flag. */
+  private wordSet(): string {
+    return this.flags.u ? WORD_UNICODE : WORD_ASCII;
+  }
+
+  /** An escape at `\`; returns its JS text (`inClass`: for use inside a class). */
+  private escape(inClass: boolean): string {
+    const p = this.p;
+    const c = p[this.i + 1];
+    if (c === undefined) throw new Unsupported('trailing backslash');
+    this.i += 2;
+    if (c >= '1' && c <= '9') {
+      if (inClass) throw new Unsupported('backreference in class');
+      let n = c;
+      while (p[this.i] >= '0' && p[this.i] <= '9') n += p[this.i++];
+      this.maxBackref = Math.max(this.maxBackref, Number(n));
+      return '(?:\\' + n + ')';
+    }
+    const u = this.flags.u;
+    switch (c) {
+      case 'd': return u ? '\\p{Nd}' : inClass ? '0-9' : '[0-9]';
+      case 'D':
+        if (u) return '\\P{Nd}';
+        if (inClass) throw new Unsupported('\\D inside a class under (?-u)');
+        return '[^0-9]';
+      case 's': return u ? '\\p{White_Space}' : inClass ? '\\t\\n\\v\\f\\r ' : '[\\t\\n\\v\\f\\r ]';
+      case 'S':
+        if (u) return '\\P{White_Space}';
+        if (inClass) throw new Unsupported('\\S inside a class under (?-u)');
+        return '[^\\t\\n\\v\\f\\r ]';
+      case 'w': return inClass ? this.wordSet() : '[' + this.wordSet() + ']';
+      case 'W':
+        if (inClass) throw new Unsupported('\\W inside a class');
+        return '[^' + this.wordSet() + ']';
+      case 'n': case 't': case 'r': case 'f': case 'v':
+        return '\\' + c;
+      case 'b': case 'B': {
+        if (inClass) throw new Unsupported('\\b in class');
+        if (p[this.i] === '{') throw new Unsupported('\\b{...}');
+        const w = '[' + this.wordSet() + ']';
+        return c === 'b'
+          ? `(?:(?<=${w})(?!${w})|(?<!${w})(?=${w}))`
+          : `(?:(?<=${w})(?=${w})|(?<!${w})(?!${w}))`;
+      }
+      case 'p': case 'P': {
+        let name: string;
+        if (p[this.i] === '{') {
+          const close = p.indexOf('}', this.i);
+          if (close < 0) throw new Unsupported('unclosed \\p{');
+          name = p.slice(this.i + 1, close);
+          this.i = close + 1;
+        } else {
+          name = p[this.i] ?? '';
+          this.i += 1;
+        }
+        let negated = c === 'P';
+        if (name.startsWith('^')) { negated = !negated; name = name.slice(1); }
+        const prop = jsProperty(name);
+        if (prop === null) throw new Unsupported(`unknown Unicode class ${JSON.stringify(name)}`);
+        return (negated ? '\\P{' : '\\p{') + prop + '}';
+      }
+      case 'a': return '\\x07';
+      case 'A': if (inClass) throw new Unsupported('\\A in class'); return '(?<![^])';
+      case 'z': if (inClass) throw new Unsupported('\\z in class'); return '(?![^])';
+      case 'k': {
+        const m = /^<([A-Za-z_][A-Za-z0-9_]*)>/.exec(p.slice(this.i));
+        if (m === null || inClass) throw new Unsupported('\\k');
+        this.i += m[0].length;
+        return '\\k<' + m[1] + '>';
+      }
+      case 'x': case 'u': case 'U': {
+        const rest = p.slice(this.i);
+        const m = rest[0] === '{'
+          ? /^\{([0-9A-Fa-f]{1,8})\}/.exec(rest)
+          : c === 'x' ? /^([0-9A-Fa-f]{2})/.exec(rest) : c === 'u' ? /^([0-9A-Fa-f]{4})/.exec(rest) : /^([0-9A-Fa-f]{8})/.exec(rest);
+        if (m === null) throw new Unsupported('bad hex escape');
+        this.i += m[0].length;
+        const cp = parseInt(m[1], 16);
+        if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) throw new Unsupported('bad code point');
+        return codePoint(cp);
+      }
+      default: {
+        const code = c.charCodeAt(0);
+        // Rust allows escaping any ASCII character but [0-9A-Za-z<>] (`\<`/`\>` are boundaries).
+        if (code >= 128 || code < 32 || /[0-9A-Za-z<>]/.test(c)) throw new Unsupported('escape \\' + c);
+        if (JS_SYNTAX_CHARS.has(c) || (inClass && c === '-')) return '\\' + c;
+        return c; // the `u` flag forbids `\#`, `\@`, …; the bare character means the same
+      }
+    }
+  }
+
+  /** A bracketed class at `[`; returns its JS text. */
+  private klass(): string {
+    const p = this.p;
+    this.i++;
+    let out = '[';
+    if (p[this.i] === '^') { out += '^'; this.i++; }
+    let first = true;
+    for (;;) {
+      if (this.flags.x) while (/[ \t\n\r\f\v]/.test(p[this.i] ?? '')) this.i++;
+      const c = p[this.i];
+      if (c === undefined) throw new Unsupported('unclosed class');
+      if (c === ']' && !first) { this.i++; return out + ']'; }
+      first = false;
+      if (c === '[') {
+        const m = /^\[:(\^?)([a-z]+):\]/.exec(p.slice(this.i));
+        if (m === null || m[1] === '^' || POSIX_CLASSES[m[2]] === undefined) throw new Unsupported('nested class');
+        out += POSIX_CLASSES[m[2]];
+        this.i += m[0].length;
+        continue;
+      }
+      if ((c === '&' || c === '-' || c === '~') && p[this.i + 1] === c && !(c === '-' && p[this.i + 2] === ']')) {
+        throw new Unsupported('class set operation');
+      }
+      if (c === '\\') { out += this.escape(true); continue; }
+      if (c === ']' || c === '/') { out += '\\' + c; this.i++; continue; }
+      const len = p.codePointAt(this.i)! > 0xffff ? 2 : 1;
+      out += p.slice(this.i, this.i + len);
+      this.i += len;
+    }
+  }
+}
+
