@@ -35,8 +35,20 @@ export interface Config {
   readonly controlPlane: string;
   /** Shared secret checked on every gRPC call; null means "generate one" for `switchyard start`. */
   readonly clusterToken: string | null;
+  /**
+   * Public origin of the management API (`SWITCHYARD_API_URL`, e.g. `https://flags.example.com`),
+   * used for absolute links (`next`/`previous`); null = `http://<host>:<apiPort>`. Never the Host header.
+   */
+  readonly apiUrl: string | null;
   /** Piscina pool size; 0 evaluates on the IO thread. */
   readonly evalThreads: number;
+  /**
+   * Largest /flags and /decide body once decoded (gunzip, base64), in bytes (413 above; issue 8
+   * item 4). SDK bodies carry a distinct id and some properties: kilobytes.
+   */
+  readonly maxFlagsBodyBytes: number;
+  /** Largest capture body once decoded (gunzip, base64), in bytes (413 above; issue 8 item 4). */
+  readonly maxCaptureBodyBytes: number;
   /**
    * Longest a pool task (one batch of /flags jobs) may run, in milliseconds; then its worker is
    * replaced and its requests answer 503 `evaluation_timeout` (issue 8 item 3).
@@ -88,6 +100,18 @@ function prefixed(env: NodeJS.ProcessEnv, name: string, prefix: string): string 
   return v;
 }
 
+/** An http(s) origin (path-less URL); trailing slashes dropped. */
+function publicUrl(env: NodeJS.ProcessEnv, name: string): string | null {
+  const v = str(env, name);
+  if (v === null) return null;
+  let u: URL;
+  try { u = new URL(v); } catch { throw new ConfigError(name, `expected a URL such as https://flags.example.com, got "${v}"`); }
+  if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.search || u.hash || (u.pathname !== '/' && u.pathname !== '')) {
+    throw new ConfigError(name, `expected an http(s) origin without path or query, got "${v}"`);
+  }
+  return u.origin;
+}
+
 /**
  * Reads and validates the configuration from `env` (default `process.env`).
  * @throws ConfigError naming the first invalid variable.
@@ -111,8 +135,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     flagsPort: int(env, 'SWITCHYARD_FLAGS_PORT', 8010, 0, 65535),
     controlPlane,
     clusterToken: str(env, 'SWITCHYARD_CLUSTER_TOKEN'),
+    apiUrl: publicUrl(env, 'SWITCHYARD_API_URL'),
     evalThreads: int(env, 'SWITCHYARD_EVAL_THREADS', 0, 0, 256),
     evalTaskTimeoutMs: int(env, 'SWITCHYARD_EVAL_TASK_TIMEOUT_MS', 2_000, 1, 600_000),
+    maxFlagsBodyBytes: int(env, 'SWITCHYARD_MAX_FLAGS_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    maxCaptureBodyBytes: int(env, 'SWITCHYARD_MAX_CAPTURE_BODY_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     geoipDbPath: str(env, 'SWITCHYARD_GEOIP_DB') ?? defaultGeoipDbPath(),
     bootstrapPersonalApiKey: prefixed(env, 'SWITCHYARD_BOOTSTRAP_PERSONAL_API_KEY', 'phx_'),
     bootstrapProjectApiKey: prefixed(env, 'SWITCHYARD_BOOTSTRAP_PROJECT_API_KEY', 'phc_'),

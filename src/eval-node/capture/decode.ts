@@ -11,6 +11,8 @@
  * `lz64` (lz-string) is not supported: 400, like an unknown encoding.
  */
 import zlib from 'node:zlib';
+import { MAX_PAYLOAD_DEPTH } from '../../limits.js';
+import { jsonTextTooDeep } from '../json-scan.js';
 
 /** A decoding failure; `message` follows capture-rs wording. */
 export class CaptureDecodeError extends Error {
@@ -24,8 +26,16 @@ const FORM_MIME = 'application/x-www-form-urlencoded';
 const GZIP_MAGIC_0 = 0x1f;
 const GZIP_MAGIC_1 = 0x8b;
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
-/** Largest decompressed payload accepted, in bytes (zip-bomb guard). */
-export const MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024;
+/** Default largest decoded payload, in bytes (config: SWITCHYARD_MAX_CAPTURE_BODY_BYTES). */
+export const MAX_DECOMPRESSED_BYTES = 20 * 1024 * 1024;
+
+/** The decoded payload is larger than allowed (→ 413). */
+export class CaptureTooLargeError extends Error {
+  constructor(readonly limitBytes: number) {
+    super(`payload is larger than ${limitBytes} bytes once decoded`);
+    this.name = 'CaptureTooLargeError';
+  }
+}
 
 function isGzip(b: Buffer): boolean {
   return b.length >= 2 && b[0] === GZIP_MAGIC_0 && b[1] === GZIP_MAGIC_1;
@@ -42,10 +52,11 @@ function isLikelyForm(b: Buffer): boolean {
   return /^[A-Za-z0-9_.\-%]+=/.test(s);
 }
 
-function gunzip(b: Buffer): Buffer {
+function gunzip(b: Buffer, maxBytes: number): Buffer {
   try {
-    return zlib.gunzipSync(b, { maxOutputLength: MAX_DECOMPRESSED_BYTES });
-  } catch {
+    return zlib.gunzipSync(b, { maxOutputLength: maxBytes });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw new CaptureTooLargeError(maxBytes);
     throw new CaptureDecodeError('failed to decode request: invalid gzip data');
   }
 }
@@ -60,9 +71,11 @@ function base64(b: Buffer | string): Buffer {
  * @param body raw request body (possibly empty)
  * @param query the request's query string (`data`, `compression`)
  * @param contentType the `Content-Type` header
- * @throws CaptureDecodeError (→ 400) for an empty payload, bad gzip, non-UTF-8 or invalid JSON.
+ * @param maxBytes largest decoded payload (issue 8 item 4: a 65 KB gzip used to inflate to 64 MiB)
+ * @throws CaptureDecodeError (→ 400) for an empty payload, bad gzip, non-UTF-8, invalid JSON or
+ * JSON nested deeper than MAX_PAYLOAD_DEPTH (refused before parsing); CaptureTooLargeError (→ 413).
  */
-export function decodeCaptureBody(body: Buffer, query: URLSearchParams, contentType: string | undefined): unknown {
+export function decodeCaptureBody(body: Buffer, query: URLSearchParams, contentType: string | undefined, maxBytes: number = MAX_DECOMPRESSED_BYTES): unknown {
   let payload: Buffer;
   const queryData = query.get('data');
   if (queryData !== null && queryData.length > 0) payload = Buffer.from(queryData, 'utf8');
@@ -92,19 +105,21 @@ export function decodeCaptureBody(body: Buffer, query: URLSearchParams, contentT
   }
 
   if (compression === 'gzip' || compression === 'gzip-js' || isGzip(payload)) {
-    payload = gunzip(payload);
+    payload = gunzip(payload, maxBytes);
   } else if (!isLikelyJsonStart(payload) && isLikelyBase64(payload)) {
     // `compression=base64`, or base64 that came out of a form's `data` (a body that was base64
     // as a whole was decoded in step 2 already, so the hint alone must not decode twice).
     payload = base64(payload);
-    if (isGzip(payload)) payload = gunzip(payload);
+    if (isGzip(payload)) payload = gunzip(payload, maxBytes);
   }
+  if (payload.length > maxBytes) throw new CaptureTooLargeError(maxBytes);
   let text: string;
   try {
     text = UTF8.decode(payload);
   } catch {
     throw new CaptureDecodeError('failed to decode request: invalid body encoding');
   }
+  if (jsonTextTooDeep(text, MAX_PAYLOAD_DEPTH)) throw new CaptureDecodeError(`failed to parse request: JSON nests deeper than ${MAX_PAYLOAD_DEPTH} levels`);
   try {
     return JSON.parse(text);
   } catch (e) {

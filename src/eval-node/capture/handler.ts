@@ -23,7 +23,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { ApiError, errors } from '../../errors.js';
 import type { CapturedEvent } from '../../control-plane/ingestion/types.js';
-import { CaptureDecodeError, decodeCaptureBody } from './decode.js';
+import { CaptureDecodeError, CaptureTooLargeError, decodeCaptureBody, MAX_DECOMPRESSED_BYTES } from './decode.js';
 import { CaptureRequestError, parseCapturePayload } from './events.js';
 import { OutboxFullError } from './outbox.js';
 import { HASH_KEY_OVERRIDE_EVENT } from '../../control-plane/ingestion/override-records.js';
@@ -74,22 +74,24 @@ function fail(e: ApiError): CaptureReply {
 }
 
 /**
- * Handles one capture request. `now` (ms) is injectable for tests.
+ * Handles one capture request. `now` (ms) is injectable for tests; `maxBodyBytes` bounds the
+ * decoded payload (413 above; config SWITCHYARD_MAX_CAPTURE_BODY_BYTES).
  * Never throws for client errors; rethrows unexpected store failures (the caller answers 500).
  */
 export async function handleCapture(path: string, query: URLSearchParams | string, headers: IncomingHttpHeaders,
-  body: Buffer, store: CaptureStore, now: number = Date.now()): Promise<CaptureReply> {
+  body: Buffer, store: CaptureStore, now: number = Date.now(), maxBodyBytes: number = MAX_DECOMPRESSED_BYTES): Promise<CaptureReply> {
   const normalized = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
   if (!CAPTURE_PATHS.has(normalized)) return fail(errors.notFound());
   const q = typeof query === 'string' ? new URLSearchParams(query) : query;
   const contentType = Array.isArray(headers['content-type']) ? headers['content-type'][0] : headers['content-type'];
   let parsed;
   try {
-    const payload = decodeCaptureBody(body, q, contentType);
+    const payload = decodeCaptureBody(body, q, contentType, maxBodyBytes);
     const sentAtQuery = q.get('_');
     parsed = parseCapturePayload(payload, now, sentAtQuery !== null && /^\d+$/.test(sentAtQuery) ? Number(sentAtQuery) : null);
   } catch (e) {
     if (e instanceof CaptureDecodeError) return fail(errors.badRequest('request_decoding_error', e.message));
+    if (e instanceof CaptureTooLargeError) return fail(errors.payloadTooLarge(e.limitBytes));
     if (e instanceof CaptureRequestError) {
       if (e.status === 401) return fail(errors.invalidToken(e.code === 'no_token' ? 'missing_token' : 'invalid_token', e.message));
       return fail(errors.badRequest(e.code, e.message));

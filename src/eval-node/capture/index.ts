@@ -73,7 +73,7 @@ export function startCapture(opts: CaptureOptions): CaptureService {
   shipper.start();
   let closing: Promise<void> | null = null;
   return {
-    handler: (p, q, h, b) => handleCapture(p, q, h, b, store),
+    handler: (p, q, h, b) => handleCapture(p, q, h, b, store, Date.now(), opts.config.maxCaptureBodyBytes),
     append: (events) => store.append(events),
     outbox,
     shipper,

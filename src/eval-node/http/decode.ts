@@ -11,15 +11,25 @@
  *   (lenient: bare `NaN`/`Infinity` become null; invalid UTF-8 decoded lossily); when that fails,
  *   percent-decode, strip whitespace, pad to a multiple of 4, base64-decode and parse again.
  *
- * Every failure is a {@link DecodeError} (400 `request_decoding_error` or `request_parsing_error`);
- * nothing here throws anything else. gunzip output is capped at `maxBytes` so a small gzip bomb
- * cannot blow up the process.
+ * Every failure is a {@link DecodeError} (400 `request_decoding_error` or `request_parsing_error`,
+ * 413 `payload_too_large`); nothing here throws anything else. Bounds (issue 8 item 4): the
+ * decoded body (after gunzip or base64) may not exceed `maxBytes`, so a small gzip bomb cannot
+ * inflate; text nesting deeper than {@link MAX_BODY_DEPTH} is refused before it is parsed; the
+ * `NaN`/`Infinity` retry is one linear pass.
  */
 import zlib from 'node:zlib';
+import { MAX_PAYLOAD_DEPTH } from '../../limits.js';
+import { jsonTextTooDeep } from '../json-scan.js';
+
+/**
+ * Deepest body accepted: room for the request envelope around property values bounded by
+ * MAX_JSON_DEPTH, far below what costs anything to parse.
+ */
+export const MAX_BODY_DEPTH = MAX_PAYLOAD_DEPTH;
 
 /** Why a body was refused: the code is PostHog's, the message goes into `detail`. */
 export class DecodeError extends Error {
-  constructor(readonly code: 'request_decoding_error' | 'request_parsing_error', message: string) {
+  constructor(readonly code: 'request_decoding_error' | 'request_parsing_error' | 'payload_too_large', message: string) {
     super(message);
     this.name = 'DecodeError';
   }
@@ -49,6 +59,7 @@ export interface BodyMeta {
 
 /** Decodes a /flags body into a JSON value (not yet checked to be an object). @throws DecodeError. */
 export function decodeBody(body: Buffer, meta: BodyMeta, maxBytes: number): unknown {
+  if (body.length > maxBytes) throw tooLarge(maxBytes);
   const ct = meta.contentType.toLowerCase();
   if (ct.startsWith('application/x-www-form-urlencoded')) return decodeForm(body);
   let bytes = body;
@@ -67,10 +78,15 @@ function isGzip(b: Buffer): boolean {
   return b.length >= 2 && b[0] === 0x1f && b[1] === 0x8b;
 }
 
+function tooLarge(maxBytes: number): DecodeError {
+  return new DecodeError('payload_too_large', `Request body is larger than ${maxBytes} bytes once decoded.`);
+}
+
 function gunzip(b: Buffer, maxBytes: number): Buffer {
   try {
     return zlib.gunzipSync(b, { maxOutputLength: maxBytes });
   } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw tooLarge(maxBytes);
     throw new DecodeError('request_decoding_error', `Failed to decompress gzip body: ${(e as Error).message}`);
   }
 }
@@ -116,6 +132,7 @@ type Parsed = { ok: true; value: unknown } | { ok: false; error: string };
  * parser reads them.
  */
 export function parseJsonLenient(text: string): Parsed {
+  if (jsonTextTooDeep(text, MAX_BODY_DEPTH)) return { ok: false, error: `JSON nests deeper than ${MAX_BODY_DEPTH} levels` };
   try {
     return { ok: true, value: JSON.parse(text) };
   } catch (e) {
@@ -129,25 +146,27 @@ export function parseJsonLenient(text: string): Parsed {
   }
 }
 
+/** The text with `NaN`, `Infinity`, `-Infinity` outside strings replaced by `null`; one pass, slices copied whole. */
 function nullifyNonFinite(text: string): string {
-  let out = '';
-  let i = 0;
+  const parts: string[] = [];
+  let from = 0;
   let inString = false;
-  while (i < text.length) {
-    const c = text[i];
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
     if (inString) {
-      out += c;
-      if (c === '\\' && i + 1 < text.length) { out += text[i + 1]; i += 2; continue; }
-      if (c === '"') inString = false;
-      i++;
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
       continue;
     }
-    if (c === '"') { inString = true; out += c; i++; continue; }
-    if (text.startsWith('-Infinity', i)) { out += 'null'; i += 9; continue; }
-    if (text.startsWith('Infinity', i)) { out += 'null'; i += 8; continue; }
-    if (text.startsWith('NaN', i)) { out += 'null'; i += 3; continue; }
-    out += c;
-    i++;
+    if (c === 0x22) { inString = true; continue; }
+    const len = c === 0x4e && text.startsWith('NaN', i) ? 3
+      : c === 0x49 && text.startsWith('Infinity', i) ? 8
+        : c === 0x2d && text.startsWith('-Infinity', i) ? 9 : 0;
+    if (len === 0) continue;
+    parts.push(text.slice(from, i), 'null');
+    i += len - 1;
+    from = i + 1;
   }
-  return out;
+  parts.push(text.slice(from));
+  return parts.join('');
 }

@@ -144,9 +144,9 @@ function deliver(ctx: NodeHttpContext, ex: Exchange, answer: JobAnswer): void {
 function parse(ctx: NodeHttpContext, head: RequestHead, raw: Buffer): Record<string, unknown> {
   let value: unknown;
   try {
-    value = decodeBody(raw, { contentType: head.contentType, contentEncoding: head.contentEncoding, compression: parseCompression(head.query.compression) }, ctx.config.maxPublicBodyBytes);
+    value = decodeBody(raw, { contentType: head.contentType, contentEncoding: head.contentEncoding, compression: parseCompression(head.query.compression) }, ctx.config.maxFlagsBodyBytes);
   } catch (e) {
-    if (e instanceof DecodeError) throw errors.badRequest(e.code, e.message);
+    if (e instanceof DecodeError) throw e.code === 'payload_too_large' ? errors.payloadTooLarge(ctx.config.maxFlagsBodyBytes) : errors.badRequest(e.code, e.message);
     throw e;
   }
   if (!isObject(value)) throw errors.badRequest('request_parsing_error', 'The request body must be a JSON object.');

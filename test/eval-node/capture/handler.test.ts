@@ -171,7 +171,7 @@ function deepJson(depth: number): string {
 
 test('issue 8: events past the depth or linked-id bounds are refused with 400 naming the event and field; nothing is stored', async () => {
   const cases: { name: string; body: string; field: RegExp }[] = [
-    { name: '$set nested 1,250 levels', body: `[{"api_key":"${TOKEN}","event":"ok","distinct_id":"u"},{"api_key":"${TOKEN}","event":"$set","distinct_id":"u","properties":{"$set":${deepJson(1_250)}}}]`, field: /^event 1 \("\$set"\): properties nests deeper than 128 levels$/ },
+    { name: '$set nested 200 levels', body: `[{"api_key":"${TOKEN}","event":"ok","distinct_id":"u"},{"api_key":"${TOKEN}","event":"$set","distinct_id":"u","properties":{"$set":${deepJson(200)}}}]`, field: /^event 1 \("\$set"\): properties nests deeper than 128 levels$/ },
     { name: 'top-level $set_once nested 128 levels', body: `{"api_key":"${TOKEN}","event":"x","distinct_id":"u","$set_once":${deepJson(128)}}`, field: /^event 0 \("x"\): \$set_once nests deeper than 127 levels$/ },
     { name: '$identify with a 2,300-char $anon_distinct_id', body: JSON.stringify({ api_key: TOKEN, event: '$identify', distinct_id: 'u', properties: { $anon_distinct_id: 'a'.repeat(2_300) } }), field: /properties\.\$anon_distinct_id is longer than 200 characters/ },
     { name: '$create_alias with a 201-char alias', body: JSON.stringify({ api_key: TOKEN, event: '$create_alias', distinct_id: 'u', properties: { alias: 'b'.repeat(201) } }), field: /properties\.alias is longer than 200 characters/ },
@@ -204,4 +204,20 @@ test('issue 8: NUL and lone surrogates are replaced by U+FFFD in accepted events
   assert.equal(e.properties['k\uFFFD'], 'v\uFFFDx');
   assert.equal(e.properties.ok, '\u{1F600}', 'paired surrogates are kept');
   assert.equal(({} as Record<string, unknown>).polluted, undefined);
+});
+
+test('issue 8 item 4: bodies nested past 256 levels are refused before parsing; decoded bodies are capped (413)', async () => {
+  const zlib = await import('node:zlib');
+  const { s, stored } = store();
+  const deep = await handleCapture('/e/', '', JSON_HEADERS, Buffer.from(`{"api_key":"${TOKEN}","event":"x","distinct_id":"u","properties":{"$set":${deepJson(1_250)}}}`), s, NOW);
+  assert.equal(deep.status, 400);
+  assert.match((deep.body as { detail: string }).detail, /nests deeper than 256 levels/);
+  const brackets = await handleCapture('/e/', '', JSON_HEADERS, zlib.gzipSync(Buffer.from('['.repeat(20_000_000))), s, NOW);
+  assert.equal(brackets.status, 400, 'a gzip of 20 M brackets is refused by the depth scan');
+  // 64 KiB of gzip inflating past the cap: 413 before any JSON work.
+  const bomb = zlib.gzipSync(Buffer.alloc(8 * 1024 * 1024, 0x20));
+  const r = await handleCapture('/e/', '', JSON_HEADERS, bomb, s, NOW, 1024 * 1024);
+  assert.equal(r.status, 413);
+  assert.equal((r.body as { code: string }).code, 'payload_too_large');
+  assert.equal(stored.length, 0);
 });

@@ -55,7 +55,7 @@ function normalizeIds(b: any): unknown {
 }
 
 
-test('a request the pool cannot take (too deep to structured-clone) is answered inline; its batch-mates are unaffected', async () => {
+test('a request too deep to parse (issue 8 item 4: refused before the pool) is a 400 in both modes; its batch-mates are unaffected', async () => {
   const pool = await startTestNode({ evalThreads: 2 });
   const inline = await startTestNode({ evalThreads: 0 });
   try {
@@ -67,7 +67,8 @@ test('a request the pool cannot take (too deep to structured-clone) is answered 
       Promise.all(bodies.map((body) => postFlags(inline, body))),
     ]);
     for (let i = 0; i < bodies.length; i++) {
-      assert.equal(a[i]!.status, 200, `pool request ${i}`);
+      assert.equal(a[i]!.status, i === 5 ? 400 : 200, `pool request ${i}`);
+      assert.equal(b[i]!.status, a[i]!.status, `inline request ${i}`);
       assert.deepEqual(normalizeIds(strip(a[i]!.text)), normalizeIds(strip(b[i]!.text)), `request ${i}`);
     }
   } finally {
