@@ -244,6 +244,11 @@ export class FeatureFlagService {
         }
       }
       if (input.active === true && !current.active) {
+        const missing = await store.missingFlagIds(tx, projectId, flagDependencyIds(next.filters));
+        if (missing.length > 0) {
+          throw errors.validation(`Cannot enable this feature flag because it depends on deleted flags (IDs: ${missing.join(', ')}). `
+            + 'Please update its filters first.', 'filters');
+        }
         const disabled = await store.disabledFlags(tx, projectId, flagDependencyIds(next.filters));
         if (disabled.length > 0) {
           throw errors.validation(`Cannot enable this feature flag because it depends on disabled flags: ${nameFlags(disabled)}. `

@@ -97,6 +97,17 @@ export async function disabledFlags(h: Handle, projectId: number, ids: number[])
 }
 
 /**
+ * Of `ids`, those that are not a live flag of the project (soft-deleted, or never existed), in
+ * ascending order (issue 8 item 8: a flag may not be re-enabled over a deleted dependency).
+ */
+export async function missingFlagIds(h: Handle, projectId: number, ids: number[]): Promise<number[]> {
+  if (ids.length === 0) return [];
+  const live = new Set((await h<{ id: number }[]>`SELECT id FROM feature_flags
+    WHERE project_id = ${projectId} AND id = ANY(${h.array(ids)}::bigint[]) AND NOT deleted`).map((r) => Number(r.id)));
+  return [...new Set(ids)].filter((id) => !live.has(id)).sort((a, b) => a - b);
+}
+
+/**
  * Renames every soft-deleted flag of the project holding `key` (other than `selfId`) to
  * `<key>:deleted:<id>`, freeing the key for a live flag while keeping the row, its id and its
  * history. Locks and returns the renamed rows.

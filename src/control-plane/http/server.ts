@@ -34,13 +34,15 @@ export interface Probes {
 export async function startHttpServer(deps: Deps, routes: readonly Route[], probes: Probes, port: number): Promise<RunningHttp> {
   const router = new Router(routes);
   const metrics = new ApiMetrics();
+  /** Origin of absolute links (next/previous): the configured public URL, else the bind address; never the Host header. */
+  let origin = deps.config.apiUrl ?? `http://${deps.config.host}:${port}`;
   const server = http.createServer((req, res) => {
     const started = process.hrtime.bigint();
     res.once('finish', () => {
       metrics.observe((res as { route?: string }).route ?? 'unmatched', req.method ?? 'GET', res.statusCode,
         Number(process.hrtime.bigint() - started) / 1e9);
     });
-    handle(deps, router, { ready: probes.ready, metrics: async () => metrics.render() + await probes.metrics() }, req, res).catch((e) => {
+    handle(deps, router, { ready: probes.ready, metrics: async () => metrics.render() + await probes.metrics() }, origin, req, res).catch((e) => {
       deps.log.error({ err: e }, 'unhandled error while replying');
       if (!res.headersSent) res.writeHead(500).end();
     });
@@ -52,6 +54,7 @@ export async function startHttpServer(deps: Deps, routes: readonly Route[], prob
     server.listen(port, deps.config.host, () => resolve());
   });
   const actual = (server.address() as AddressInfo).port;
+  origin = deps.config.apiUrl ?? `http://${deps.config.host.includes(':') ? `[${deps.config.host}]` : deps.config.host}:${actual}`;
   return {
     port: actual,
     url: `http://${deps.config.host}:${actual}`,
@@ -63,13 +66,19 @@ export async function startHttpServer(deps: Deps, routes: readonly Route[], prob
 }
 
 const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT']);
+/**
+ * On every management answer (issue 8 item 8): browsers must not sniff JSON into HTML, and no
+ * cache may keep answers that hold flags and keys. A route may override (ETag feeds).
+ */
+const SECURITY_HEADERS: Readonly<Record<string, string>> = { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' };
 
-async function handle(deps: Deps, router: Router, probes: Probes, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+async function handle(deps: Deps, router: Router, probes: Probes, origin: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   const requestId = crypto.randomUUID();
   const method = req.method ?? 'GET';
   let url: URL;
   try {
-    url = new URL(req.url ?? '/', `http://${req.headers.host ?? `${deps.config.host}`}`);
+    // The Host header is the client's to choose: links are built on the configured origin (issue 8 item 8).
+    url = new URL(req.url ?? '/', origin);
   } catch {
     return send(res, requestId, { status: 400, body: errors.badRequest('invalid_url', 'Malformed request URL.').toBody() });
   }
@@ -94,13 +103,25 @@ async function handle(deps: Deps, router: Router, probes: Probes, req: http.Inco
     };
     send(res, requestId, await match.route.handler(ctx));
   } catch (e) {
-    const err: ApiError = isApiError(e) ? e : errors.internal();
-    if (!isApiError(e)) deps.log.error({ err: e, request_id: requestId, method, path: url.pathname }, 'request failed');
+    const err: ApiError = isApiError(e) ? e : isDataException(e)
+      ? errors.badRequest('invalid_input', 'A value in the request is out of range or holds characters that cannot be stored (such as NUL).')
+      : errors.internal();
+    if (!isApiError(e) && err.status >= 500) deps.log.error({ err: e, request_id: requestId, method, path: url.pathname }, 'request failed');
     else if (err.status >= 500) deps.log.error({ request_id: requestId, code: err.code }, err.message);
     else deps.log.info({ request_id: requestId, status: err.status, code: err.code, path: url.pathname }, err.message);
     if (err.status === 413) res.setHeader('connection', 'close');
     send(res, requestId, { status: err.status, body: err.empty ? undefined : err.toBody(), headers: { ...err.headers } });
   }
+}
+
+/**
+ * True for a Postgres data exception (SQLSTATE class 22: a NUL byte, an id beyond bigint, text
+ * that is not a number): the request's values, not the server, are at fault, so it is a 400
+ * (issue 8 item 8) rather than a 500.
+ */
+function isDataException(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code);
 }
 
 function drain(req: http.IncomingMessage): void {
@@ -109,7 +130,7 @@ function drain(req: http.IncomingMessage): void {
 
 function send(res: http.ServerResponse, requestId: string, reply: Reply): void {
   if (res.headersSent) return;
-  const headers: Record<string, string> = { 'x-request-id': requestId, ...(reply.headers ?? {}) };
+  const headers: Record<string, string> = { 'x-request-id': requestId, ...SECURITY_HEADERS, ...(reply.headers ?? {}) };
   if (reply.body === undefined) {
     res.writeHead(reply.status, { ...headers, 'content-length': '0' }).end();
     return;
@@ -120,10 +141,10 @@ function send(res: http.ServerResponse, requestId: string, reply: Reply): void {
 
 async function probe(probes: Probes, path: string, res: http.ServerResponse): Promise<void> {
   if (path === '/_health') {
-    res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+    res.writeHead(200, { 'content-type': 'application/json', ...SECURITY_HEADERS }).end('{"status":"ok"}');
   } else if (path === '/_ready') {
     const ok = await probes.ready().catch(() => false);
-    res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ ready: ok }));
+    res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json', ...SECURITY_HEADERS }).end(JSON.stringify({ ready: ok }));
   } else {
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(await probes.metrics());
   }
