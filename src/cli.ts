@@ -8,7 +8,8 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv
   'control-plane': { summary: 'run the control plane (management API and gRPC)', load: () => import('./commands/control-plane.js') },
   'eval-node': { summary: 'run an evaluation node', load: () => import('./commands/eval-node.js') },
   quota: { summary: 'quota set --organization N --monthly-flag-requests M: limit /flags requests', load: () => import('./commands/quota.js') },
-  keys: { summary: 'keys create --scopes a:read,b:write [--project N]: print a new personal API key', load: () => import('./commands/keys.js') },
+  keys: { summary: 'keys create --scopes a:read,b:write [--project N] | list | revoke <id>: personal API keys', load: () => import('./commands/keys.js') },
+  users: { summary: 'users deactivate <id|email>: withdraw a user and their keys everywhere', load: () => import('./commands/users.js') },
   evaluate: { summary: 'print the /flags response for a request, offline', load: () => import('./commands/evaluate.js') },
 };
 

@@ -1,7 +1,11 @@
 /**
- * `switchyard keys create --scopes feature_flag:read,experiment:write [--project N] [--label L]`
- * prints a new personal API key for the first user (issue 1, deliverable 3). The value is
- * shown once; only its hash is stored.
+ * Personal API keys from the command line:
+ * - `switchyard keys create --scopes feature_flag:read,experiment:write [--project N] [--label L]`
+ *   prints a new key for the first user (issue 1, deliverable 3); the value is shown once, only
+ *   its hash is stored;
+ * - `switchyard keys list` prints every key: id, user, label, masked value, scopes, last use;
+ * - `switchyard keys revoke <id | unique id prefix | phx_ value>` deletes one key; the change
+ *   log carries the revocation to every evaluation node (issue 8 item 7).
  */
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
@@ -10,14 +14,19 @@ import { connect } from '../control-plane/db/connect.js';
 import { migrate } from '../control-plane/db/migrate.js';
 import { bootstrap } from '../control-plane/bootstrap.js';
 import { parseScopes } from '../control-plane/keys/scopes.js';
-import { createPersonalApiKey } from '../control-plane/keys/store.js';
+import { createPersonalApiKey, listPersonalApiKeys, revokePersonalApiKey } from '../control-plane/keys/store.js';
+import { hashPersonalApiKey } from '../control-plane/keys/tokens.js';
+import type { Sql } from '../control-plane/db/connect.js';
 import { isApiError } from '../errors.js';
 
-const USAGE = 'usage: switchyard keys create --scopes <scope,...> [--project <id>]... [--label <text>]\n';
+const USAGE = 'usage: switchyard keys create --scopes <scope,...> [--project <id>]... [--label <text>]\n'
+  + '       switchyard keys list\n'
+  + '       switchyard keys revoke <id | id prefix | phx_ key>\n';
 
 /** Returns the exit code: 0 printed a key, 2 bad arguments. */
 export async function run(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
+  if (sub === 'list' || sub === 'revoke') return manage(sub, rest);
   if (sub !== 'create') { process.stderr.write(USAGE); return 2; }
   let values;
   try {
@@ -50,4 +59,43 @@ export async function run(argv: string[]): Promise<number> {
     await sql.end({ timeout: 5 });
     await db.release();
   }
+}
+
+/** `keys list` and `keys revoke`; exit 0 done, 1 no such key, 2 bad arguments. */
+async function manage(sub: 'list' | 'revoke', rest: string[]): Promise<number> {
+  if ((sub === 'list' && rest.length !== 0) || (sub === 'revoke' && rest.length !== 1)) { process.stderr.write(USAGE); return 2; }
+  const config = loadConfig();
+  const db = await openDatabase(config);
+  const sql = connect(db.url, { max: 2 });
+  try {
+    await migrate(sql);
+    if (sub === 'list') {
+      for (const k of await listPersonalApiKeys(sql, null)) {
+        process.stdout.write(`${k.id}\tuser ${k.user_id}\t${k.mask_value}\t${k.label}\t${k.scopes.join(',')}\tlast used ${k.last_used_at?.toISOString() ?? 'never'}\n`);
+      }
+      return 0;
+    }
+    const id = await resolveKeyId(sql, rest[0]!);
+    if (typeof id !== 'string') { process.stderr.write(`${id.error}\n`); return 1; }
+    const revoked = await revokePersonalApiKey(sql, id, null);
+    if (!revoked) { process.stderr.write('no such key\n'); return 1; }
+    process.stdout.write(`revoked ${revoked.id} (${revoked.mask_value}, user ${revoked.user_id})\n`);
+    return 0;
+  } finally {
+    await sql.end({ timeout: 5 });
+    await db.release();
+  }
+}
+
+/** A key id from an id, a unique id prefix (4+ characters) or a full `phx_` value. */
+async function resolveKeyId(sql: Sql, ref: string): Promise<string | { error: string }> {
+  if (ref.startsWith('phx_')) {
+    const [row] = await sql<{ id: string }[]>`SELECT id FROM personal_api_keys WHERE secure_value = ${hashPersonalApiKey(ref)}`;
+    return row ? row.id : { error: 'no key has this value' };
+  }
+  if (ref.length < 4) return { error: 'give the key id or at least 4 characters of it' };
+  const rows = await sql<{ id: string }[]>`SELECT id FROM personal_api_keys WHERE starts_with(id, ${ref}) ORDER BY id LIMIT 2`;
+  if (rows.length === 0) return { error: 'no key id starts with this' };
+  if (rows.length > 1) return { error: 'more than one key id starts with this; give more characters' };
+  return rows[0]!.id;
 }

@@ -8,11 +8,13 @@ import { featureFlagRoutes } from '../feature-flags/routes.js';
 import { localEvaluationRoutes } from '../feature-flags/local-evaluation-routes.js';
 import { featureFlagStatusRoutes } from '../feature-flags/status-routes.js';
 import { eventDefinitionRoutes } from '../event-definitions/routes.js';
+import { personalApiKeyRoutes } from '../keys/routes.js';
 
 /** All management routes. */
 export function allRoutes(deps: Deps): Route[] {
   return [
     ...projectRoutes(deps),
+    ...personalApiKeyRoutes(deps),
     ...featureFlagRoutes(deps),
     ...localEvaluationRoutes(deps),
     ...featureFlagStatusRoutes(deps),

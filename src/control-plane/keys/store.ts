@@ -63,3 +63,47 @@ export function touchPersonalApiKey(sql: Sql, id: string): void {
   sql`UPDATE personal_api_keys SET last_used_at = now()
       WHERE id = ${id} AND (last_used_at IS NULL OR last_used_at < now() - interval '1 hour')`.catch(() => {});
 }
+
+/** A key as listed (never its value or hash). */
+export interface PersonalApiKeyListing {
+  id: string; user_id: number; label: string; mask_value: string; scopes: string[]; scoped_teams: number[];
+  scoped_organizations: string[]; created_at: Date; last_used_at: Date | null;
+}
+
+/** Keys of `userId` (every user's when null), newest first. */
+export async function listPersonalApiKeys(sql: Sql, userId: number | null): Promise<PersonalApiKeyListing[]> {
+  return sql<PersonalApiKeyListing[]>`
+    SELECT id, user_id, label, mask_value, scopes, scoped_teams, scoped_organizations, created_at, last_used_at
+    FROM personal_api_keys WHERE ${userId === null ? sql`true` : sql`user_id = ${userId}`} ORDER BY created_at DESC, id`;
+}
+
+/**
+ * Revokes (deletes) the key `id`, when it belongs to `userId` (any user when null), and enters
+ * the deletion in the change log in the same transaction, so every node stops accepting it
+ * (issue 8 item 7). @returns the revoked key, or null when there is none.
+ */
+export async function revokePersonalApiKey(sql: Sql, id: string, userId: number | null): Promise<PersonalApiKeyListing | null> {
+  return sql.begin(async (tx) => {
+    const [row] = await tx<PersonalApiKeyListing[]>`
+      DELETE FROM personal_api_keys WHERE id = ${id} AND ${userId === null ? tx`true` : tx`user_id = ${userId}`}
+      RETURNING id, user_id, label, mask_value, scopes, scoped_teams, scoped_organizations, created_at, last_used_at`;
+    if (!row) return null;
+    await appendChanges(tx, [{ projectId: null, kind: 'personal_api_key', entityId: row.id, op: 'delete', payload: null }]);
+    return row;
+  }) as Promise<PersonalApiKeyListing | null>;
+}
+
+/**
+ * Deactivates a user (`is_active = false`): their keys stop authenticating on the control plane
+ * at once, and their deletion enters the change log so nodes drop them too (issue 8 item 7).
+ * @returns the number of keys withdrawn, or null when there is no such user.
+ */
+export async function deactivateUser(sql: Sql, userId: number): Promise<number | null> {
+  return sql.begin(async (tx) => {
+    const [user] = await tx<{ id: number }[]>`UPDATE users SET is_active = false WHERE id = ${userId} RETURNING id`;
+    if (!user) return null;
+    const keys = await tx<{ id: string }[]>`SELECT id FROM personal_api_keys WHERE user_id = ${userId} ORDER BY id`;
+    await appendChanges(tx, keys.map((k) => ({ projectId: null, kind: 'personal_api_key' as const, entityId: k.id, op: 'delete' as const, payload: null })));
+    return keys.length;
+  }) as Promise<number | null>;
+}

@@ -1,0 +1,34 @@
+/**
+ * `switchyard users deactivate <user id | email>`: marks the user inactive, so their personal
+ * API keys stop working on the control plane at once and, through the change log, on every
+ * evaluation node (issue 8 item 7). Exit 0 done, 1 no such user, 2 bad arguments.
+ */
+import { loadConfig } from '../config.js';
+import { openDatabase } from '../control-plane/db/database.js';
+import { connect } from '../control-plane/db/connect.js';
+import { migrate } from '../control-plane/db/migrate.js';
+import { deactivateUser } from '../control-plane/keys/store.js';
+
+const USAGE = 'usage: switchyard users deactivate <user id | email>\n';
+
+/** Returns the exit code. */
+export async function run(argv: string[]): Promise<number> {
+  const [sub, ref, ...extra] = argv;
+  if (sub !== 'deactivate' || !ref || extra.length > 0) { process.stderr.write(USAGE); return 2; }
+  const config = loadConfig();
+  const db = await openDatabase(config);
+  const sql = connect(db.url, { max: 2 });
+  try {
+    await migrate(sql);
+    const [user] = /^\d+$/.test(ref)
+      ? await sql<{ id: number }[]>`SELECT id FROM users WHERE id = ${ref}::bigint`
+      : await sql<{ id: number }[]>`SELECT id FROM users WHERE lower(email) = lower(${ref})`;
+    if (!user) { process.stderr.write('no such user\n'); return 1; }
+    const keys = await deactivateUser(sql, Number(user.id));
+    process.stdout.write(`deactivated user ${user.id}; ${keys} personal API key(s) withdrawn from every node\n`);
+    return 0;
+  } finally {
+    await sql.end({ timeout: 5 });
+    await db.release();
+  }
+}
