@@ -31,6 +31,11 @@ export interface Config {
   readonly grpcPort: number;
   /** /flags and capture port (evaluation node). */
   readonly flagsPort: number;
+  /**
+   * Optional node:http listener for `/_health`, `/_ready` and `/metrics` that also answers
+   * HTTP/1.0 and Host-less probes (`SWITCHYARD_PROBE_PORT`; null = off; 0 = any free port).
+   */
+  readonly probePort: number | null;
   /** gRPC address (`host:port`) an evaluation node connects to. */
   readonly controlPlane: string;
   /** Shared secret checked on every gRPC call; null means "generate one" for `switchyard start`. */
@@ -133,6 +138,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiPort: int(env, 'SWITCHYARD_API_PORT', 8000, 0, 65535),
     grpcPort: int(env, 'SWITCHYARD_GRPC_PORT', 50051, 0, 65535),
     flagsPort: int(env, 'SWITCHYARD_FLAGS_PORT', 8010, 0, 65535),
+    probePort: str(env, 'SWITCHYARD_PROBE_PORT') === null ? null : int(env, 'SWITCHYARD_PROBE_PORT', 0, 0, 65535),
     controlPlane,
     clusterToken: str(env, 'SWITCHYARD_CLUSTER_TOKEN'),
     apiUrl: publicUrl(env, 'SWITCHYARD_API_URL'),

