@@ -5,19 +5,12 @@
  * classes expand, and constructs JS would run with different semantics (atomic groups, set
  * operations) are refused with {@link Unsupported}. Such patterns run on V8's backtracking
  * engine under a time limit (regex.ts), which stands in for fancy_regex's backtrack limit.
- * Pure; no state outside one {@link Translator}.
+ * Pure; no state outside one {@link BacktrackingTranslator}.
  */
 
-/** Thrown by the translator for syntax it does not translate or Rust rejects; the message says which. */
-export class Unsupported extends Error {}
+import { RustPatternScanner, Unsupported } from './regex-scan.js';
 
-const POSIX_CLASSES: Readonly<Record<string, string>> = {
-  alnum: '0-9A-Za-z', alpha: 'A-Za-z', ascii: '\\x00-\\x7F', blank: '\\t ', cntrl: '\\x00-\\x1F\\x7F',
-  digit: '0-9', graph: '!-~', lower: 'a-z', print: ' -~', punct: '!-\\/:-@\\[-`{-~',
-  space: '\\t\\n\\v\\f\\r ', upper: 'A-Z', word: '0-9A-Za-z_', xdigit: '0-9A-Fa-f',
-};
-
-interface Flags { i: boolean; m: boolean; s: boolean; x: boolean; U: boolean; u: boolean }
+export { Unsupported };
 
 /** Rust's Unicode `\w` (UTS#18 Annex C), as the inside of a JS `u` class. */
 const WORD_UNICODE = '\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}';
@@ -58,75 +51,29 @@ function jsProperty(name: string): string | null {
 }
 
 /** Translates one Rust-syntax pattern into a JS `u`-mode source and flags (for V8). */
-export class BacktrackingTranslator {
-  private i = 0;
-  private out = '';
-  private readonly flags: Flags = { i: false, m: false, s: false, x: false, U: false, u: true };
-  private depth = 0;
+export class BacktrackingTranslator extends RustPatternScanner {
   private groups = 0;
   private maxBackref = 0;
 
-  constructor(private readonly p: string) {}
-
+  /** The JS source and flags. @throws Unsupported */
   translate(): { source: string; flags: string } {
-    this.leadingFlags();
-    while (this.i < this.p.length) this.term();
-    if (this.depth !== 0) throw new Unsupported('unbalanced');
+    this.scan();
     if (this.maxBackref > this.groups) throw new Unsupported('backreference to a missing group');
     return { source: this.out, flags: 'u' + (this.flags.i ? 'i' : '') + (this.flags.m ? 'm' : '') };
   }
 
-  private leadingFlags(): void {
-    const re = /^\(\?([a-zA-Z]*)(?:-([a-zA-Z]*))?\)/;
-    for (;;) {
-      const m = re.exec(this.p.slice(this.i));
-      if (m === null || (m[1] === '' && m[2] === undefined)) return;
-      this.setFlags(m[1], true);
-      if (m[2] !== undefined) this.setFlags(m[2], false);
-      this.i += m[0].length;
-      this.skipExtended();
-    }
-  }
-
-  private setFlags(letters: string, on: boolean): void {
-    for (const c of letters) {
-      if (c === 'i' || c === 'm' || c === 's' || c === 'x' || c === 'U' || c === 'u') this.flags[c] = on;
-      else if (c !== 'R') throw new Unsupported(`flag ${c}`);
-    }
-  }
-
-  private skipExtended(): void {
-    if (!this.flags.x) return;
-    const p = this.p;
-    while (this.i < p.length) {
-      const c = p[this.i];
-      if (c === ' ' || c === '\t' || c === '\n' || c === '\r' || c === '\f' || c === '\v') this.i++;
-      else if (c === '#') { while (this.i < p.length && p[this.i] !== '\n') this.i++; }
-      else return;
-    }
-  }
-
-  private term(): void {
-    this.skipExtended();
-    if (this.i >= this.p.length) return;
-    const c = this.p[this.i];
+  protected term(): void {
+    const c = this.p[this.i]!;
     switch (c) {
       case '(': this.group(); return;
       case ')': this.closeGroup(); return;
       case '[': this.out += this.klass(); return;
       case '.': this.i++; this.out += this.flags.s ? '[^]' : '[^\\n]'; return;
       case '\\': this.out += this.escape(false); return;
-      case '*': case '+': case '?': case '{': this.quantifier(); return;
+      case '*': case '+': case '?': case '{': this.out += this.quantifier(); return;
       case '|': case '^': case '$': this.i++; this.out += c; return;
       case ']': case '}': case '/': this.i++; this.out += '\\' + c; return; // literal in Rust; escaped for `u`
-      default: {
-        // One code point (a surrogate pair stays together so a quantifier applies to all of it).
-        const len = this.p.codePointAt(this.i)! > 0xffff ? 2 : 1;
-        const ch = this.p.slice(this.i, this.i + len);
-        this.i += len;
-        this.out += ch;
-        return;
-      }
+      default: this.out += this.literal(); return;
     }
   }
 
@@ -160,29 +107,17 @@ export class BacktrackingTranslator {
     this.out += ')';
   }
 
-  private quantifier(): void {
-    const p = this.p;
-    let q: string;
-    const c = p[this.i];
-    if (c === '{') {
-      const m = /^\{(\d*)(?:(,)(\d*))?\}/.exec(p.slice(this.i));
-      if (m === null || (m[1] === '' && (m[2] === undefined || m[3] === ''))) throw new Unsupported('bad repetition');
-      if (m[1] !== '' && m[3] !== undefined && m[3] !== '' && Number(m[1]) > Number(m[3])) throw new Unsupported('bad range');
-      q = '{' + (m[1] === '' ? '0' : m[1]) + (m[2] ?? '') + (m[3] ?? '') + '}';
-      this.i += m[0].length;
-    } else {
-      q = c; this.i++;
-    }
-    let lazy = false;
-    if (p[this.i] === '?') { lazy = true; this.i++; }
-    else if (p[this.i] === '+') throw new Unsupported('possessive quantifier');
-    if (this.flags.U) lazy = !lazy;
-    this.out += q + (lazy ? '?' : '');
-  }
-
   /** The inside of a JS class for Rust's `\w` under the current `u` flag. */
   private wordSet(): string {
     return this.flags.u ? WORD_UNICODE : WORD_ASCII;
+  }
+
+  protected escapeInClass(): string {
+    return this.escape(true);
+  }
+
+  protected classLiteralNeedsEscape(c: string): boolean {
+    return c === '/';
   }
 
   /** An escape at `\`; returns its JS text (`inClass`: for use inside a class). */
@@ -194,7 +129,7 @@ export class BacktrackingTranslator {
     if (c >= '1' && c <= '9') {
       if (inClass) throw new Unsupported('backreference in class');
       let n = c;
-      while (p[this.i] >= '0' && p[this.i] <= '9') n += p[this.i++];
+      while ((p[this.i] ?? '') >= '0' && (p[this.i] ?? '') <= '9') n += p[this.i++];
       this.maxBackref = Math.max(this.maxBackref, Number(n));
       return '(?:\\' + n + ')';
     }
@@ -225,18 +160,7 @@ export class BacktrackingTranslator {
           : `(?:(?<=${w})(?=${w})|(?<!${w})(?!${w}))`;
       }
       case 'p': case 'P': {
-        let name: string;
-        if (p[this.i] === '{') {
-          const close = p.indexOf('}', this.i);
-          if (close < 0) throw new Unsupported('unclosed \\p{');
-          name = p.slice(this.i + 1, close);
-          this.i = close + 1;
-        } else {
-          name = p[this.i] ?? '';
-          this.i += 1;
-        }
-        let negated = c === 'P';
-        if (name.startsWith('^')) { negated = !negated; name = name.slice(1); }
+        const { name, negated } = this.propertyName(c);
         const prop = jsProperty(name);
         if (prop === null) throw new Unsupported(`unknown Unicode class ${JSON.stringify(name)}`);
         return (negated ? '\\P{' : '\\p{') + prop + '}';
@@ -250,56 +174,11 @@ export class BacktrackingTranslator {
         this.i += m[0].length;
         return '\\k<' + m[1] + '>';
       }
-      case 'x': case 'u': case 'U': {
-        const rest = p.slice(this.i);
-        const m = rest[0] === '{'
-          ? /^\{([0-9A-Fa-f]{1,8})\}/.exec(rest)
-          : c === 'x' ? /^([0-9A-Fa-f]{2})/.exec(rest) : c === 'u' ? /^([0-9A-Fa-f]{4})/.exec(rest) : /^([0-9A-Fa-f]{8})/.exec(rest);
-        if (m === null) throw new Unsupported('bad hex escape');
-        this.i += m[0].length;
-        const cp = parseInt(m[1], 16);
-        if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) throw new Unsupported('bad code point');
-        return codePoint(cp);
-      }
-      default: {
-        const code = c.charCodeAt(0);
-        // Rust allows escaping any ASCII character but [0-9A-Za-z<>] (`\<`/`\>` are boundaries).
-        if (code >= 128 || code < 32 || /[0-9A-Za-z<>]/.test(c)) throw new Unsupported('escape \\' + c);
+      case 'x': case 'u': case 'U': return codePoint(this.hexEscape(c));
+      default:
+        RustPatternScanner.checkPunctuationEscape(c);
         if (JS_SYNTAX_CHARS.has(c) || (inClass && c === '-')) return '\\' + c;
         return c; // the `u` flag forbids `\#`, `\@`, …; the bare character means the same
-      }
-    }
-  }
-
-  /** A bracketed class at `[`; returns its JS text. */
-  private klass(): string {
-    const p = this.p;
-    this.i++;
-    let out = '[';
-    if (p[this.i] === '^') { out += '^'; this.i++; }
-    let first = true;
-    for (;;) {
-      if (this.flags.x) while (/[ \t\n\r\f\v]/.test(p[this.i] ?? '')) this.i++;
-      const c = p[this.i];
-      if (c === undefined) throw new Unsupported('unclosed class');
-      if (c === ']' && !first) { this.i++; return out + ']'; }
-      first = false;
-      if (c === '[') {
-        const m = /^\[:(\^?)([a-z]+):\]/.exec(p.slice(this.i));
-        if (m === null || m[1] === '^' || POSIX_CLASSES[m[2]] === undefined) throw new Unsupported('nested class');
-        out += POSIX_CLASSES[m[2]];
-        this.i += m[0].length;
-        continue;
-      }
-      if ((c === '&' || c === '-' || c === '~') && p[this.i + 1] === c && !(c === '-' && p[this.i + 2] === ']')) {
-        throw new Unsupported('class set operation');
-      }
-      if (c === '\\') { out += this.escape(true); continue; }
-      if (c === ']' || c === '/') { out += '\\' + c; this.i++; continue; }
-      const len = p.codePointAt(this.i)! > 0xffff ? 2 : 1;
-      out += p.slice(this.i, this.i + len);
-      this.i += len;
     }
   }
 }
-

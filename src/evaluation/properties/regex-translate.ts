@@ -9,16 +9,9 @@
  * used by `compileRegex` there. Pure; no state outside one {@link Translator}.
  */
 
-/** Thrown by the translator for syntax it does not translate or Rust rejects; the message says which. */
-export class Unsupported extends Error {}
+import { RustPatternScanner, Unsupported } from './regex-scan.js';
 
-const POSIX_CLASSES: Readonly<Record<string, string>> = {
-  alnum: '0-9A-Za-z', alpha: 'A-Za-z', ascii: '\\x00-\\x7F', blank: '\\t ', cntrl: '\\x00-\\x1F\\x7F',
-  digit: '0-9', graph: '!-~', lower: 'a-z', print: ' -~', punct: '!-\\/:-@\\[-`{-~',
-  space: '\\t\\n\\v\\f\\r ', upper: 'A-Z', word: '0-9A-Za-z_', xdigit: '0-9A-Fa-f',
-};
-
-interface Flags { i: boolean; m: boolean; s: boolean; x: boolean; U: boolean; u: boolean }
+export { Unsupported };
 
 /**
  * Rust's Unicode `\w` (UTS#18 Annex C: Alphabetic + M + Nd + Pc + Join_Control) as the inside of
@@ -54,11 +47,7 @@ function re2Property(name: string, valid: (body: string) => boolean): string | n
 }
 
 /** Translates one Rust-syntax pattern into an RE2 source (flags inline). */
-export class Translator {
-  private i = 0;
-  private out = '';
-  private readonly flags: Flags = { i: false, m: false, s: false, x: false, U: false, u: true };
-  private depth = 0;
+export class Translator extends RustPatternScanner {
   /** Whether the last thing emitted can take a quantifier. */
   private quantifiable = false;
   /** The pattern uses `\b` or `\B` (RE2's are ASCII-only: regex.ts runs non-ASCII subjects elsewhere). */
@@ -68,44 +57,13 @@ export class Translator {
    * @param p the Rust pattern
    * @param valid whether RE2 compiles a small pattern (used to check property names)
    */
-  constructor(private readonly p: string, private readonly valid: (re2: string) => boolean) {}
+  constructor(p: string, private readonly valid: (re2: string) => boolean) { super(p); }
 
+  /** The RE2 source. @throws Unsupported */
   translate(): string {
-    this.leadingFlags();
-    while (this.i < this.p.length) this.term();
-    if (this.depth !== 0) throw new Unsupported('unbalanced (');
+    this.scan();
     const f = (this.flags.i ? 'i' : '') + (this.flags.m ? 'm' : '');
     return (f ? `(?${f})` : '') + this.out;
-  }
-
-  private leadingFlags(): void {
-    const re = /^\(\?([a-zA-Z]*)(?:-([a-zA-Z]*))?\)/;
-    for (;;) {
-      const m = re.exec(this.p.slice(this.i));
-      if (m === null || (m[1] === '' && m[2] === undefined)) return;
-      this.setFlags(m[1]!, true);
-      if (m[2] !== undefined) this.setFlags(m[2], false);
-      this.i += m[0].length;
-      this.skipExtended();
-    }
-  }
-
-  private setFlags(letters: string, on: boolean): void {
-    for (const c of letters) {
-      if (c === 'i' || c === 'm' || c === 's' || c === 'x' || c === 'U' || c === 'u') this.flags[c] = on;
-      else if (c !== 'R') throw new Unsupported(`flag ${c}`);
-    }
-  }
-
-  private skipExtended(): void {
-    if (!this.flags.x) return;
-    const p = this.p;
-    while (this.i < p.length) {
-      const c = p[this.i];
-      if (c === ' ' || c === '\t' || c === '\n' || c === '\r' || c === '\f' || c === '\v') this.i++;
-      else if (c === '#') { while (this.i < p.length && p[this.i] !== '\n') this.i++; }
-      else return;
-    }
   }
 
   private emit(text: string, quantifiable: boolean): void {
@@ -113,9 +71,7 @@ export class Translator {
     this.quantifiable = quantifiable;
   }
 
-  private term(): void {
-    this.skipExtended();
-    if (this.i >= this.p.length) return;
+  protected term(): void {
     const c = this.p[this.i]!;
     switch (c) {
       case '(': this.group(); return;
@@ -125,16 +81,14 @@ export class Translator {
       case '[': this.emit(this.klass(), true); return;
       case '.': this.i++; this.emit(this.flags.s ? '(?s:.)' : '[^\\n]', true); return;
       case '\\': { const [text, q] = this.escape(false); this.emit(text, q); return; }
-      case '*': case '+': case '?': case '{': this.quantifier(); return;
+      case '*': case '+': case '?': case '{':
+        if (!this.quantifiable) throw new Unsupported('nothing to repeat');
+        this.emit(this.quantifier(), false);
+        return;
       case '|': this.i++; this.emit('|', false); return;
       case '^': case '$': this.i++; this.emit(c, false); return; // zero-width
       case ']': case '}': case '/': this.i++; this.emit('\\' + c, true); return; // literal in Rust
-      default: {
-        const len = this.p.codePointAt(this.i)! > 0xffff ? 2 : 1;
-        this.emit(this.p.slice(this.i, this.i + len), true);
-        this.i += len;
-        return;
-      }
+      default: this.emit(this.literal(), true); return;
     }
   }
 
@@ -154,27 +108,6 @@ export class Translator {
     this.emit(open, false);
   }
 
-  private quantifier(): void {
-    const p = this.p;
-    if (!this.quantifiable) throw new Unsupported('nothing to repeat');
-    let q: string;
-    const c = p[this.i]!;
-    if (c === '{') {
-      const m = /^\{(\d*)(?:(,)(\d*))?\}/.exec(p.slice(this.i));
-      if (m === null || (m[1] === '' && (m[2] === undefined || m[3] === ''))) throw new Unsupported('bad repetition');
-      if (m[1] !== '' && m[3] !== undefined && m[3] !== '' && Number(m[1]) > Number(m[3])) throw new Unsupported('bad range');
-      q = '{' + (m[1] === '' ? '0' : m[1]) + (m[2] ?? '') + (m[3] ?? '') + '}';
-      this.i += m[0].length;
-    } else {
-      q = c; this.i++;
-    }
-    let lazy = false;
-    if (p[this.i] === '?') { lazy = true; this.i++; }
-    else if (p[this.i] === '+') throw new Unsupported('possessive quantifier');
-    if (this.flags.U) lazy = !lazy;
-    this.emit(q + (lazy ? '?' : ''), false);
-  }
-
   /** The inside of an RE2 class for Rust's `\w` under the current `u` flag. */
   private wordSet(): string {
     return this.flags.u ? WORD_UNICODE : WORD_ASCII;
@@ -182,6 +115,14 @@ export class Translator {
 
   private spaceSet(): string {
     return this.flags.u ? SPACE_UNICODE : SPACE_ASCII;
+  }
+
+  protected escapeInClass(): string {
+    return this.escape(true)[0];
+  }
+
+  protected classLiteralNeedsEscape(): boolean {
+    return false;
   }
 
   /** An escape at `\`; returns its RE2 text (`inClass`: for use inside a class) and whether a quantifier may follow. */
@@ -211,18 +152,7 @@ export class Translator {
         this.boundaries = true;
         return ['\\' + c, false]; // RE2's ASCII word boundary: exact for ASCII subjects
       case 'p': case 'P': {
-        let name: string;
-        if (p[this.i] === '{') {
-          const close = p.indexOf('}', this.i);
-          if (close < 0) throw new Unsupported('unclosed \\p{');
-          name = p.slice(this.i + 1, close);
-          this.i = close + 1;
-        } else {
-          name = p[this.i] ?? '';
-          this.i += 1;
-        }
-        let negated = c === 'P';
-        if (name.startsWith('^')) { negated = !negated; name = name.slice(1); }
+        const { name, negated } = this.propertyName(c);
         const prop = re2Property(name, this.valid);
         if (prop === null) throw new Unsupported(`unknown Unicode class ${JSON.stringify(name)}`);
         if (prop.startsWith('\\p{') && prop.indexOf('\\', 1) < 0) return [negated ? '\\P' + prop.slice(2) : prop, true];
@@ -232,54 +162,10 @@ export class Translator {
       case 'A': if (inClass) throw new Unsupported('\\A in class'); return ['\\A', false];
       case 'z': if (inClass) throw new Unsupported('\\z in class'); return ['\\z', false];
       case 'k': throw new Unsupported('backreferences need a backtracking engine (not linear-time)');
-      case 'x': case 'u': case 'U': {
-        const rest = p.slice(this.i);
-        const m = rest[0] === '{'
-          ? /^\{([0-9A-Fa-f]{1,8})\}/.exec(rest)
-          : c === 'x' ? /^([0-9A-Fa-f]{2})/.exec(rest) : c === 'u' ? /^([0-9A-Fa-f]{4})/.exec(rest) : /^([0-9A-Fa-f]{8})/.exec(rest);
-        if (m === null) throw new Unsupported('bad hex escape');
-        this.i += m[0].length;
-        const cp = parseInt(m[1]!, 16);
-        if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) throw new Unsupported('bad code point');
-        return [codePoint(cp), true];
-      }
-      default: {
-        const code = c.charCodeAt(0);
-        // Rust allows escaping any ASCII character but [0-9A-Za-z<>] (`\<`/`\>` are boundaries).
-        if (code >= 128 || code < 32 || /[0-9A-Za-z<>]/.test(c)) throw new Unsupported('escape \\' + c);
+      case 'x': case 'u': case 'U': return [codePoint(this.hexEscape(c)), true];
+      default:
+        RustPatternScanner.checkPunctuationEscape(c);
         return ['\\' + c, true]; // RE2 accepts any escaped ASCII punctuation
-      }
-    }
-  }
-
-  /** A bracketed class at `[`; returns its RE2 text. */
-  private klass(): string {
-    const p = this.p;
-    this.i++;
-    let out = '[';
-    if (p[this.i] === '^') { out += '^'; this.i++; }
-    let first = true;
-    for (;;) {
-      if (this.flags.x) while (/[ \t\n\r\f\v]/.test(p[this.i] ?? '')) this.i++;
-      const c = p[this.i];
-      if (c === undefined) throw new Unsupported('unclosed class');
-      if (c === ']' && !first) { this.i++; return out + ']'; }
-      first = false;
-      if (c === '[') {
-        const m = /^\[:(\^?)([a-z]+):\]/.exec(p.slice(this.i));
-        if (m === null || m[1] === '^' || POSIX_CLASSES[m[2]!] === undefined) throw new Unsupported('nested class');
-        out += POSIX_CLASSES[m[2]!];
-        this.i += m[0].length;
-        continue;
-      }
-      if ((c === '&' || c === '-' || c === '~') && p[this.i + 1] === c && !(c === '-' && p[this.i + 2] === ']')) {
-        throw new Unsupported('class set operation');
-      }
-      if (c === '\\') { out += this.escape(true)[0]; continue; }
-      if (c === ']') { out += '\\]'; this.i++; continue; }
-      const len = p.codePointAt(this.i)! > 0xffff ? 2 : 1;
-      out += p.slice(this.i, this.i + len);
-      this.i += len;
     }
   }
 }
