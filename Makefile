@@ -3,7 +3,7 @@
 NODE ?= node
 TEST_ARGS ?=
 
-.PHONY: all install build start test bench bench-eval bench-regex bench-capture bench-propagation clean
+.PHONY: all install build browser start test bench bench-eval bench-regex bench-capture bench-propagation clean
 
 all: build
 
@@ -21,8 +21,15 @@ build: node_modules/.installed
 start: build
 	$(NODE) dist/src/cli.js start
 
-test: build
-	$(NODE) dist/test/run.js $(TEST_ARGS)
+# The posthog-js browser test drives Debian's Chromium (never a downloaded browser).
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	@test -x $(CHROMIUM) || { echo "installing Debian's chromium for the browser test"; \
+	  SUDO=$$(test "$$(id -u)" = 0 || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium; }
+
+test: build browser
+	CHROMIUM_PATH=$(CHROMIUM) $(NODE) dist/test/run.js $(TEST_ARGS)
 
 bench-eval: build
 	$(NODE) dist/bench/evaluation.js

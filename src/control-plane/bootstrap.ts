@@ -9,7 +9,7 @@ import crypto from 'node:crypto';
 import type { Sql, Tx } from './db/connect.js';
 import type { Config } from '../config.js';
 import { appendChanges } from './change-log/store.js';
-import { projectEntity } from './change-log/entities.js';
+import { PROJECT_SETTING_KEYS, projectEntity, type ProjectEntityRow } from './change-log/entities.js';
 import { hashPersonalApiKey, maskKey, newPersonalApiKey, newProjectApiKey } from './keys/tokens.js';
 import { personalApiKeyEntity } from './keys/store.js';
 
@@ -50,9 +50,9 @@ export async function bootstrap(sql: Sql, config: Config): Promise<BootstrapResu
     const projectKey = config.bootstrapProjectApiKey ?? newProjectApiKey();
     const personalKey = config.bootstrapPersonalApiKey ?? newPersonalApiKey();
     const [org] = await tx<{ id: number; name: string }[]>`INSERT INTO organizations (name) VALUES ('Default organization') RETURNING id, name`;
-    const [project] = await tx<{ id: number; organization_id: number; name: string; api_token: string; timezone: string }[]>`
+    const [project] = await tx<ProjectEntityRow[]>`
       INSERT INTO projects (organization_id, name, api_token) VALUES (${org!.id}, 'Default project', ${projectKey})
-      RETURNING id, organization_id, name, api_token, timezone`;
+      RETURNING id, organization_id, name, api_token, timezone, ${tx(PROJECT_SETTING_KEYS as string[])}`;
     const [user] = await tx<{ id: number }[]>`INSERT INTO users (organization_id, distinct_id, first_name, email)
       VALUES (${org!.id}, ${crypto.randomUUID()}, 'Admin', 'admin@switchyard.local') RETURNING id`;
     await tx`INSERT INTO group_type_mappings (project_id, group_type, group_type_index) VALUES (${project!.id}, 'organization', 0)`;

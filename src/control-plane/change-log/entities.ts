@@ -23,8 +23,33 @@ export type EntityKind =
 /** Organization state a node needs: the monthly /flags quota (null = unlimited). */
 export interface OrganizationEntity { id: number; name: string; monthly_flag_requests_limit: number | null; quota_limited: boolean }
 
-/** Project state a node needs to resolve a project API key. */
-export interface ProjectEntity { id: number; organization_id: number; name: string; api_token: string; timezone: string }
+/**
+ * Project settings that shape the browser SDK's remote config (`/array/<token>/config` on nodes;
+ * PostHog's team fields of the same names and meaning).
+ */
+export interface ProjectSettings {
+  autocapture_opt_out: boolean;
+  autocapture_exceptions_opt_in: boolean;
+  heatmaps_opt_in: boolean;
+  capture_dead_clicks: boolean;
+  capture_performance_opt_in: boolean;
+}
+
+/** The keys of {@link ProjectSettings}: projects table columns and writable API fields. */
+export const PROJECT_SETTING_KEYS: readonly (keyof ProjectSettings)[] = Object.freeze([
+  'autocapture_opt_out', 'autocapture_exceptions_opt_in', 'heatmaps_opt_in', 'capture_dead_clicks', 'capture_performance_opt_in',
+]);
+
+/** Settings of a project created without any (the column defaults of migration 0006). */
+export const DEFAULT_PROJECT_SETTINGS: Readonly<ProjectSettings> = Object.freeze({
+  autocapture_opt_out: false, autocapture_exceptions_opt_in: false, heatmaps_opt_in: false, capture_dead_clicks: false, capture_performance_opt_in: false,
+});
+
+/**
+ * Project state a node needs: its API key (tenancy) and its settings (remote config). `settings`
+ * is absent on entities written before migration 0006: read them as the defaults.
+ */
+export interface ProjectEntity { id: number; organization_id: number; name: string; api_token: string; timezone: string; settings?: ProjectSettings }
 
 /** A feature flag as evaluation needs it (MinimalFlag, plus `team_id` = project id and remote-config marker). */
 export interface FeatureFlagEntity {
@@ -112,9 +137,19 @@ export function featureFlagEntity(row: FeatureFlagRow): FeatureFlagEntity {
   };
 }
 
+/** A projects row as the change log reads it (settings columns included). */
+export type ProjectEntityRow = { id: number; organization_id: number; name: string; api_token: string; timezone: string } & Partial<ProjectSettings>;
+
+/** The settings columns of a projects row (absent ones: false, the column defaults). */
+export function projectSettings(row: Partial<ProjectSettings>): ProjectSettings {
+  const out = { ...DEFAULT_PROJECT_SETTINGS };
+  for (const k of PROJECT_SETTING_KEYS) out[k] = row[k] === true;
+  return out;
+}
+
 /** projects row → {@link ProjectEntity}. */
-export function projectEntity(row: { id: number; organization_id: number; name: string; api_token: string; timezone: string }): ProjectEntity {
-  return { id: row.id, organization_id: row.organization_id, name: row.name, api_token: row.api_token, timezone: row.timezone };
+export function projectEntity(row: ProjectEntityRow): ProjectEntity {
+  return { id: row.id, organization_id: row.organization_id, name: row.name, api_token: row.api_token, timezone: row.timezone, settings: projectSettings(row) };
 }
 
 /** cohorts row → {@link CohortEntity}. */

@@ -20,9 +20,9 @@
  * a time; the sink may apply backpressure by returning a promise.
  */
 import type { Sql } from '../db/connect.js';
-import type { EntityKind, FeatureFlagRow } from '../change-log/entities.js';
+import type { EntityKind, FeatureFlagRow, ProjectEntityRow } from '../change-log/entities.js';
 import {
-  cohortEntity, featureFlagEntity, groupTypeMappingEntity, groupTypeMappingId, projectEntity,
+  cohortEntity, featureFlagEntity, groupTypeMappingEntity, groupTypeMappingId, PROJECT_SETTING_KEYS, projectEntity,
 } from '../change-log/entities.js';
 import { personalApiKeyEntity } from '../keys/store.js';
 import { streamCaptureEntities } from '../ingestion/snapshot.js';
@@ -59,7 +59,7 @@ export async function streamSnapshot(sql: Sql, sink: SnapshotSink): Promise<numb
     await each(tx<{ id: number; name: string; monthly_flag_requests_limit: number | null; quota_limited: boolean }[]>`
       SELECT id, name, monthly_flag_requests_limit, quota_limited FROM organizations ORDER BY id`.cursor(SNAPSHOT_CURSOR_ROWS), (r) =>
       sink.entity({ kind: 'organization', entityId: String(r.id), projectId: null, payload: organizationEntity(r) }));
-    await each(tx<{ id: number; organization_id: number; name: string; api_token: string; timezone: string }[]>`SELECT id, organization_id, name, api_token, timezone FROM projects ORDER BY id`.cursor(SNAPSHOT_CURSOR_ROWS), (r) =>
+    await each(tx<ProjectEntityRow[]>`SELECT id, organization_id, name, api_token, timezone, ${tx(PROJECT_SETTING_KEYS as string[])} FROM projects ORDER BY id`.cursor(SNAPSHOT_CURSOR_ROWS), (r) =>
         sink.entity({ kind: 'project', entityId: String(r.id), projectId: r.id, payload: projectEntity(r) }));
     await each(tx<{ project_id: number; group_type: string; group_type_index: number }[]>`SELECT project_id, group_type, group_type_index FROM group_type_mappings ORDER BY project_id, group_type_index`.cursor(SNAPSHOT_CURSOR_ROWS), (r) =>
         sink.entity({ kind: 'group_type_mapping', entityId: groupTypeMappingId(r.project_id, r.group_type_index), projectId: r.project_id, payload: groupTypeMappingEntity(r) }));

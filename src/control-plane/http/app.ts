@@ -7,6 +7,7 @@ import { projectRoutes } from '../projects/routes.js';
 import { featureFlagRoutes } from '../feature-flags/routes.js';
 import { localEvaluationRoutes } from '../feature-flags/local-evaluation-routes.js';
 import { featureFlagStatusRoutes } from '../feature-flags/status-routes.js';
+import { featureFlagRemoteConfigRoutes } from '../feature-flags/remote-config-routes.js';
 import { eventDefinitionRoutes } from '../event-definitions/routes.js';
 import { personalApiKeyRoutes } from '../keys/routes.js';
 
@@ -18,6 +19,7 @@ export function allRoutes(deps: Deps): Route[] {
     ...featureFlagRoutes(deps),
     ...localEvaluationRoutes(deps),
     ...featureFlagStatusRoutes(deps),
+    ...featureFlagRemoteConfigRoutes(deps),
     ...eventDefinitionRoutes(deps),
   ];
 }

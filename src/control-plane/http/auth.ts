@@ -10,6 +10,7 @@ import type { Sql } from '../db/connect.js';
 import { findPersonalApiKey, touchPersonalApiKey } from '../keys/store.js';
 import { hasScope } from '../keys/scopes.js';
 import type { AuthContext, ProjectRow } from './types.js';
+import { PROJECT_SETTING_KEYS } from '../change-log/entities.js';
 
 /** Token prefixes handled by other authenticators in PostHog; not personal keys (research §5.1). */
 const OTHER_PREFIXES = ['pha_', 'phs_'];
@@ -45,14 +46,25 @@ export function requireScope(auth: AuthContext, scope: string): void {
 }
 
 /**
- * Loads the project of a project path and checks access.
+ * Loads the project of a project path and checks access. `@current` (PostHog's alias) is the
+ * project whose API key is `token` (posthog-node sends `?token=<phc_…>`), else the first project
+ * of the key's organization it may see.
  * @throws ApiError 404 `Project not found.` (unknown, malformed, or another organization's id);
  *   403 when the key's scoped projects exclude it.
  */
-export async function resolveProject(sql: Sql, auth: AuthContext, rawId: string): Promise<ProjectRow> {
-  if (!/^\d{1,15}$/.test(rawId)) throw errors.notFound('Project not found.');
-  const [project] = await sql<ProjectRow[]>`SELECT id, organization_id, uuid, name, api_token, timezone, created_at
-    FROM projects WHERE id = ${Number(rawId)}`;
+export async function resolveProject(sql: Sql, auth: AuthContext, rawId: string, token: string | null = null): Promise<ProjectRow> {
+  const current = rawId === '@current';
+  if (!current && !/^\d{1,15}$/.test(rawId)) throw errors.notFound('Project not found.');
+  const scoped = [...auth.scopedTeams];
+  const [project] = !current
+    ? await sql<ProjectRow[]>`SELECT id, organization_id, uuid, name, api_token, timezone, created_at,
+        ${sql(PROJECT_SETTING_KEYS as string[])} FROM projects WHERE id = ${Number(rawId)}`
+    : token !== null && token !== ''
+      ? await sql<ProjectRow[]>`SELECT id, organization_id, uuid, name, api_token, timezone, created_at,
+          ${sql(PROJECT_SETTING_KEYS as string[])} FROM projects WHERE api_token = ${token}`
+      : await sql<ProjectRow[]>`SELECT id, organization_id, uuid, name, api_token, timezone, created_at,
+          ${sql(PROJECT_SETTING_KEYS as string[])} FROM projects
+          WHERE organization_id = ${auth.organizationId} AND (${scoped.length === 0} OR id = ANY(${scoped}::bigint[])) ORDER BY id LIMIT 1`;
   if (!project || project.organization_id !== auth.organizationId) throw errors.notFound('Project not found.');
   if (auth.scopedTeams.length > 0 && !auth.scopedTeams.includes(project.id)) {
     throw errors.permissionDenied(`API key does not have access to the requested project: ID ${project.id}.`);

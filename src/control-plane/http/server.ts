@@ -93,7 +93,7 @@ async function handle(deps: Deps, router: Router, probes: Probes, origin: string
     const auth = await authenticate(deps.sql, req.headers, url.searchParams);
     if (match.route.scope) requireScope(auth, match.route.scope);
     let project: ProjectRow | undefined;
-    if (match.params.project_id !== undefined) project = await resolveProject(deps.sql, auth, match.params.project_id);
+    if (match.params.project_id !== undefined) project = await resolveProject(deps.sql, auth, match.params.project_id, url.searchParams.get('token'));
     let body: unknown;
     if (BODY_METHODS.has(method)) body = parseJsonBody(await readBody(req, deps.config.maxApiBodyBytes), req.headers['content-type']);
     else drain(req);

@@ -6,6 +6,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Sql } from '../db/connect.js';
 import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
+import type { ProjectSettings } from '../change-log/entities.js';
 
 /** The authenticated personal API key behind a request. */
 export interface AuthContext {
@@ -19,7 +20,7 @@ export interface AuthContext {
 }
 
 /** A `projects` row. */
-export interface ProjectRow {
+export interface ProjectRow extends ProjectSettings {
   id: number;
   organization_id: number;
   uuid: string;

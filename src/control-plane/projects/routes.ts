@@ -1,10 +1,28 @@
 /**
  * `GET /api/projects/` and `GET /api/projects/<id>/` (spec §5 rule 3): the projects the key may
  * see — its organization's, narrowed to its scoped projects. Scope `project:read`.
+ * `PATCH /api/projects/<id>/` (scope `project:write`) sets the remote-config settings
+ * (PROJECT_SETTING_KEYS, booleans, as PostHog's team fields); other fields are read-only here
+ * and ignored as DRF ignores read-only fields; a non-boolean value is 400 with `attr`.
  */
 import { pageEnvelope, parseLimitOffset } from '../http/pages.js';
 import type { Deps, Route } from '../http/types.js';
-import { listProjects, organizationUuid, serializeProject } from './store.js';
+import { errors } from '../../errors.js';
+import { PROJECT_SETTING_KEYS, type ProjectSettings } from '../change-log/entities.js';
+import { listProjects, organizationUuid, serializeProject, updateProjectSettings } from './store.js';
+
+/** The settings in a PATCH body. @throws ApiError 400 for a body that is not an object or a non-boolean setting. */
+function parseSettings(body: unknown): Partial<ProjectSettings> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw errors.validation('Expected an object.', null, 'parse_error');
+  const out: Partial<ProjectSettings> = {};
+  for (const k of PROJECT_SETTING_KEYS) {
+    const v = (body as Record<string, unknown>)[k];
+    if (v === undefined) continue;
+    if (typeof v !== 'boolean') throw errors.validation('Must be a valid boolean.', k, 'invalid');
+    out[k] = v;
+  }
+  return out;
+}
 
 /** Routes of the projects resource. */
 export function projectRoutes(deps: Deps): Route[] {
@@ -21,6 +39,13 @@ export function projectRoutes(deps: Deps): Route[] {
       method: 'GET', path: '/api/projects/:project_id', scope: 'project:read',
       async handler(ctx) {
         return { status: 200, body: serializeProject(ctx.project, await organizationUuid(deps.sql, ctx.project.organization_id)) };
+      },
+    },
+    {
+      method: 'PATCH', path: '/api/projects/:project_id', scope: 'project:write',
+      async handler(ctx) {
+        const row = await updateProjectSettings(deps.sql, ctx.project.id, parseSettings(ctx.body));
+        return { status: 200, body: serializeProject(row, await organizationUuid(deps.sql, row.organization_id)) };
       },
     },
   ];

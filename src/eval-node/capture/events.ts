@@ -107,6 +107,24 @@ function distinctIdOf(e: Obj): string {
 }
 
 /**
+ * Legacy `/engage` payloads (person updates from old posthog-js: `{$set, $token, $distinct_id}`)
+ * as events: PostHog names them `$identify` and reads `$distinct_id`. Other fields are kept;
+ * anything that is not an object is left for parseCapturePayload to refuse.
+ */
+export function engageAsEvents(payload: unknown): unknown {
+  const one = (e: unknown): unknown => {
+    if (!isObj(e)) return e;
+    const out: Obj = { ...e };
+    if (out.event === undefined) out.event = '$identify';
+    if (out.distinct_id === undefined && out.$distinct_id !== undefined) out.distinct_id = out.$distinct_id;
+    return out;
+  };
+  if (Array.isArray(payload)) return payload.map(one);
+  if (isObj(payload) && Array.isArray(payload.batch)) return { ...payload, batch: payload.batch.map(one) };
+  return one(payload);
+}
+
+/**
  * Validates a decoded payload and builds its events.
  * @param sentAtQueryMs the request's `_` query parameter (client send time, ms), if any
  * @throws CaptureRequestError 400 (shape, event name, distinct id, uuid) or 401 (token).

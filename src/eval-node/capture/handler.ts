@@ -4,7 +4,7 @@
  *
  *   decode (decode.ts) → parse & validate (events.ts) → project by token → durable append → 200
  *
- * Paths: `/i/v0/e/`, `/e/`, `/capture/`, `/batch/` (and legacy `/track/`), trailing slash
+ * Paths: `/i/v0/e/`, `/e/`, `/capture/`, `/batch/`, legacy `/track/` and `/engage/` (person updates, read as `$identify`), and `/s/` (recording snapshots), trailing slash
  * optional. Answers: 200 `{"status": 1}` once every event of the request is in the outbox;
  * 400 for undecodable payloads or any invalid event (nothing is stored: no partial acceptance);
  * 413 `event_too_big` when one event is over {@link MAX_EVENT_BYTES} (the whole request);
@@ -24,7 +24,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { ApiError, errors } from '../../errors.js';
 import type { CapturedEvent } from '../../control-plane/ingestion/types.js';
 import { CaptureDecodeError, CaptureTooLargeError, decodeCaptureBody, MAX_DECOMPRESSED_BYTES } from './decode.js';
-import { CaptureRequestError, parseCapturePayload } from './events.js';
+import { CaptureRequestError, engageAsEvents, parseCapturePayload } from './events.js';
 import { OutboxFullError } from './outbox.js';
 import { HASH_KEY_OVERRIDE_EVENT } from '../../control-plane/ingestion/override-records.js';
 import { eventProblem } from '../../control-plane/ingestion/event-bounds.js';
@@ -44,7 +44,7 @@ export interface CaptureStore {
 export interface CaptureReply { status: number; body: unknown }
 
 /** Normalised capture paths (no trailing slash). */
-export const CAPTURE_PATHS: ReadonlySet<string> = new Set(['/i/v0/e', '/e', '/capture', '/batch', '/track']);
+export const CAPTURE_PATHS: ReadonlySet<string> = new Set(['/i/v0/e', '/e', '/capture', '/batch', '/track', '/engage', '/s']);
 
 /**
  * Largest event, in bytes of JSON, like capture-rs's per-event limit (413 `event_too_big`).
@@ -86,7 +86,8 @@ export async function handleCapture(path: string, query: URLSearchParams | strin
   const contentType = Array.isArray(headers['content-type']) ? headers['content-type'][0] : headers['content-type'];
   let parsed;
   try {
-    const payload = decodeCaptureBody(body, q, contentType, maxBodyBytes);
+    const decoded = decodeCaptureBody(body, q, contentType, maxBodyBytes);
+    const payload = normalized === '/engage' ? engageAsEvents(decoded) : decoded;
     const sentAtQuery = q.get('_');
     parsed = parseCapturePayload(payload, now, sentAtQuery !== null && /^\d+$/.test(sentAtQuery) ? Number(sentAtQuery) : null);
   } catch (e) {

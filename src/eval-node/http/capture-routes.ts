@@ -12,21 +12,27 @@ import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { errors } from '../../errors.js';
 import type { NodeHttpContext } from './context.js';
 import { Exchange, readBody } from './reply.js';
+import { preflightHandler } from './cors.js';
 
 /** Handles one capture request; never rejects for client errors (unexpected failures → 500). */
 export type CaptureHandler = (path: string, query: string, headers: IncomingHttpHeaders, body: Buffer) => Promise<{ status: number; body: unknown }>;
 
-/** Capture paths (each also registered with a trailing slash). */
-export const CAPTURE_ROUTE_PATHS: readonly string[] = Object.freeze(['/i/v0/e', '/e', '/capture', '/batch', '/track']);
+/**
+ * Capture paths (each also registered with a trailing slash): PostHog's, including legacy
+ * `/engage` (person updates) and `/s` (session recording snapshots, stored as events).
+ */
+export const CAPTURE_ROUTE_PATHS: readonly string[] = Object.freeze(['/i/v0/e', '/e', '/capture', '/batch', '/track', '/engage', '/s']);
 
 /** Registers the capture routes on `app` when `handler` is given. */
 export function registerCaptureRoutes(app: TemplatedApp, ctx: NodeHttpContext, handler: CaptureHandler | undefined): void {
   if (handler === undefined) return;
   const route = captureRoute(ctx, handler);
+  const preflight = preflightHandler(ctx, 'capture');
   for (const p of CAPTURE_ROUTE_PATHS) {
     for (const path of [p, `${p}/`]) {
       app.post(path, route);
       app.get(path, route);
+      app.options(path, preflight);
     }
   }
 }

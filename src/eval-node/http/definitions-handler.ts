@@ -31,12 +31,12 @@ export function hashPersonalApiKey(value: string): string {
 /** The uWS handler of the feed. */
 export function definitionsHandler(ctx: NodeHttpContext): (res: HttpResponse, req: HttpRequest) => void {
   return (res, req) => {
-    const ex = new Exchange(res, ctx.metrics, 'definitions', req.getHeader('origin'));
+    const ex = new Exchange(res, ctx.metrics, 'definitions', ''); // server-side SDKs only: no CORS (cors.ts)
     try {
       const query = new URLSearchParams(req.getQuery() ?? '');
       const authorization = req.getHeader('authorization');
       const ifNoneMatch = req.getHeader('if-none-match');
-      const project = authorize(ctx, authorization, query.get('token'));
+      const project = authorizeFeedRequest(ctx, authorization, query.get('token'));
       const sendCohorts = query.has('send_cohorts') && !['false', '0'].includes(query.get('send_cohorts') ?? '');
       const defs = ctx.store.definitions(project.id);
       const etag = `W/"${defs.revision}${sendCohorts ? 'c' : ''}"`;
@@ -53,8 +53,12 @@ export function definitionsHandler(ctx: NodeHttpContext): (res: HttpResponse, re
   };
 }
 
-/** Resolves and authorizes the request. @throws ApiError 401/402/403. */
-function authorize(ctx: NodeHttpContext, authorization: string, token: string | null): ProjectEntity {
+/**
+ * Resolves and authorizes a request by personal API key for the project of `token` (the rules in
+ * the module doc; also used by F10 remote_config, which has no quota: `checkQuota` false).
+ * @throws ApiError 401/402/403, 503 before the first snapshot.
+ */
+export function authorizeFeedRequest(ctx: NodeHttpContext, authorization: string, token: string | null, checkQuota = true): ProjectEntity {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
   if (m === null) throw errors.notAuthenticated();
   const key: PersonalApiKeyEntity | undefined = ctx.store.personalApiKeyByHash(hashPersonalApiKey(m[1]!));
@@ -72,6 +76,6 @@ function authorize(ctx: NodeHttpContext, authorization: string, token: string | 
     throw errors.permissionDenied(`API key does not have access to the requested project: ID ${project.id}.`);
   }
   if (!key.scopes.some((s) => FEED_SCOPES.has(s))) throw errors.missingScope('feature_flag:read');
-  if (ctx.store.organization(project.organization_id)?.quota_limited === true) throw errors.quotaLimited();
+  if (checkQuota && ctx.store.organization(project.organization_id)?.quota_limited === true) throw errors.quotaLimited();
   return project;
 }

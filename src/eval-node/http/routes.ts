@@ -1,8 +1,8 @@
 /**
- * The evaluation node's routes (DESIGN.md "Evaluation node"): /flags and /decide (POST only;
- * OPTIONS answers CORS preflights; anything else 405), the local-evaluation feed, capture (when a
- * handler is plugged in, capture-routes.ts), probes, and
- * 404 in PostHog's shape for everything else.
+ * The evaluation node's routes (DESIGN.md "Evaluation node"): /flags and /decide (POST; OPTIONS
+ * answers CORS preflights, cors.ts; anything else 405), the local-evaluation feed, capture (when
+ * a handler is plugged in, capture-routes.ts), posthog-js's remote config (remote-config-routes.ts),
+ * probes, and 404 in PostHog's shape for everything else.
  */
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { errors } from '../../errors.js';
@@ -13,6 +13,8 @@ import { healthHandler, metricsHandler, readyHandler } from './probes.js';
 import { Exchange } from './reply.js';
 import type { RouteLabel } from './metrics.js';
 import { registerCaptureRoutes, type CaptureHandler } from './capture-routes.js';
+import { preflightHandler } from './cors.js';
+import { registerRemoteConfigRoutes } from './remote-config-routes.js';
 
 const FLAGS_PATHS = ['/flags', '/flags/'];
 const DECIDE_PATHS = ['/decide', '/decide/'];
@@ -24,7 +26,7 @@ export function registerRoutes(app: TemplatedApp, ctx: NodeHttpContext, capture?
     const handler = flagsHandler(ctx, endpoint);
     for (const p of paths) {
       app.post(p, handler);
-      app.options(p, preflight(ctx, endpoint));
+      app.options(p, preflightHandler(ctx, endpoint));
       app.any(p, methodNotAllowed(ctx, endpoint, ['POST', 'OPTIONS']));
     }
   }
@@ -34,29 +36,18 @@ export function registerRoutes(app: TemplatedApp, ctx: NodeHttpContext, capture?
     app.any(p, methodNotAllowed(ctx, 'definitions', ['GET']));
   }
   registerCaptureRoutes(app, ctx, capture);
+  registerRemoteConfigRoutes(app, ctx);
   app.get('/_health', healthHandler(ctx));
   app.get('/_ready', readyHandler(ctx));
   app.get('/metrics', metricsHandler(ctx));
-  app.any('/*', (res) => new Exchange(res, ctx.metrics, 'other', '').sendError(errors.notFound(), true));
+  // With CORS, so a browser asking for something the node lacks (posthog-js's optional
+  // `/static/<extension>.js`) sees a plain 404 instead of a CORS failure.
+  app.any('/*', (res, req) => new Exchange(res, ctx.metrics, 'other', req.getHeader('origin')).sendError(errors.notFound(), true));
 }
 
 function methodNotAllowed(ctx: NodeHttpContext, route: RouteLabel, allow: string[]): (res: HttpResponse, req: HttpRequest) => void {
   return (res, req) => {
     const method = req.getCaseSensitiveMethod?.() ?? req.getMethod().toUpperCase();
     new Exchange(res, ctx.metrics, route, req.getHeader('origin')).sendError(errors.methodNotAllowed(method, allow), true);
-  };
-}
-
-/** CORS preflight: posthog-js calls /flags cross-origin with a JSON or text body. */
-function preflight(ctx: NodeHttpContext, route: RouteLabel): (res: HttpResponse, req: HttpRequest) => void {
-  return (res, req) => {
-    const origin = req.getHeader('origin');
-    const requested = req.getHeader('access-control-request-headers');
-    const ex = new Exchange(res, ctx.metrics, route, origin === '' ? '*' : origin);
-    ex.send(204, '', [
-      ['Access-Control-Allow-Methods', 'POST, OPTIONS'],
-      ['Access-Control-Allow-Headers', requested === '' ? 'content-type' : requested],
-      ['Access-Control-Max-Age', '86400'],
-    ], null);
   };
 }

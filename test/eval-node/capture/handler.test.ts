@@ -221,3 +221,17 @@ test('issue 8 item 4: bodies nested past 256 levels are refused before parsing; 
   assert.equal((r.body as { code: string }).code, 'payload_too_large');
   assert.equal(stored.length, 0);
 });
+
+test('legacy /engage person updates are stored as $identify with their $distinct_id; /s is a capture path', async () => {
+  const { s, stored } = store();
+  const engage = { $token: TOKEN, $distinct_id: 'legacy-user', $set: { plan: 'pro' } };
+  const r = await handleCapture('/engage/', '', JSON_HEADERS, json(engage), s, NOW);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  const e = stored[0]![0]!;
+  assert.equal(e.event, '$identify');
+  assert.equal(e.distinct_id, 'legacy-user');
+  assert.deepEqual(e.$set, { plan: 'pro' });
+  // The same body on /e/ has no event name: refused there.
+  assert.equal((await handleCapture('/e/', '', JSON_HEADERS, json(engage), s, NOW)).status, 400);
+  assert.equal((await handleCapture('/s/', '', JSON_HEADERS, json({ ...one, event: '$snapshot' }), s, NOW)).status, 200);
+});

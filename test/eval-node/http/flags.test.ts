@@ -298,11 +298,11 @@ test('disable_flags answers no flags but keeps config; usage counts evaluated re
   assert.equal(node.http.usage.takeUsage().size, 0);
 });
 
-test('CORS: Origin is echoed; OPTIONS preflight answers 204', async () => {
+test('CORS: Origin is echoed; OPTIONS preflight answers 200 as PostHog\'s services do', async () => {
   const r = await postFlags(node, base, { headers: { origin: 'https://app.example' } });
   assert.equal(r.headers['access-control-allow-origin'], 'https://app.example');
   const pre = await request(node.url + '/flags/?v=2', { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-headers': 'content-type' } });
-  assert.equal(pre.status, 204);
+  assert.equal(pre.status, 200);
   assert.match(String(pre.headers['access-control-allow-methods']), /POST/);
 });
 

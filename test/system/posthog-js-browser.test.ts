@@ -1,0 +1,162 @@
+/**
+ * Issue 9 item 1 as a user sees it: posthog-js, unchanged (its `array.js` bundle, as the
+ * snippet loads it), in Debian's headless Chromium on a page served from another origin, pointed
+ * at a real node of a real cluster. Remote config (`config.js`), CORS preflights, /flags and
+ * capture all cross origins; flags must equal what POST /flags answers for the same users, and
+ * $pageview, $identify, a custom event and $feature_flag_called must reach Postgres, the event
+ * definitions and the flag's `last_called_at`. Chromium is /usr/bin/chromium (the Makefile
+ * installs Debian's package); playwright-core drives it and never downloads a browser.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { chromium, type Browser } from 'playwright-core';
+import { freePort } from '../support/ports.js';
+import { waitFor } from '../support/wait.js';
+import { flags, startCluster, waitReady, type SystemCluster } from './support.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/** Flags on the machine's closed network, as research found: no background fetches, no QUIC. */
+const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
+const USERS = 40;
+
+const posthogBundle = (): string => {
+  const require = createRequire(import.meta.url);
+  return fs.readFileSync(path.join(path.dirname(require.resolve('posthog-js/package.json')), 'dist', 'array.js'), 'utf8');
+};
+
+/** Serves the test page and posthog-js's bundle on its own origin. */
+async function startPageServer(): Promise<{ url: string; close(): Promise<void> }> {
+  const bundle = posthogBundle();
+  const server = http.createServer((req, res) => {
+    if (req.url === '/posthog.js') { res.writeHead(200, { 'content-type': 'application/javascript' }); res.end(bundle); return; }
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end('<!doctype html><html><head><title>shop</title><script src="/posthog.js"></script></head><body><button id="buy">Buy</button></body></html>');
+  });
+  const port = await freePort();
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${port}/`, close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }) };
+}
+
+async function createFlag(c: SystemCluster, body: Record<string, unknown>): Promise<{ id: number; key: string }> {
+  const r = await c.t.request('POST', `/api/projects/${c.t.projectId}/feature_flags/`, { body });
+  assert.equal(r.status, 201, r.text);
+  return r.body;
+}
+
+/** What the browser reports per flag: the value getFeatureFlag gives and the parsed payload. */
+type Seen = Record<string, [unknown, unknown]>;
+
+test('posthog-js in Chromium: remote config, flags equal to /flags, and every event captured', { timeout: 240_000, skip: process.env.SWITCHYARD_SKIP_BROWSER === '1' && 'SWITCHYARD_SKIP_BROWSER=1' }, async () => {
+  assert.ok(fs.existsSync(CHROMIUM), `${CHROMIUM} is missing: run make test (it installs Debian's chromium) or set CHROMIUM_PATH`);
+  const c = await startCluster();
+  const page$ = await startPageServer();
+  let browser: Browser | null = null;
+  try {
+    const node = await c.startNode(c.tempDir());
+    const mv = await createFlag(c, { key: 'bx-mv', filters: {
+      groups: [{ properties: [], rollout_percentage: 100 }],
+      multivariate: { variants: [{ key: 'control', rollout_percentage: 50 }, { key: 'test', rollout_percentage: 50 }] },
+      payloads: { control: '{"color":"blue"}', test: '{"color":"green"}' },
+    } });
+    await createFlag(c, { key: 'bx-rollout', filters: { groups: [{ properties: [], rollout_percentage: 40 }], payloads: { true: '"yes"' } } });
+    await createFlag(c, { key: 'bx-off', active: false, filters: { groups: [{ properties: [], rollout_percentage: 100 }] } });
+    const keys = ['bx-mv', 'bx-rollout', 'bx-off'];
+    await waitReady(node.http.url);
+    await waitFor('the node serving the flags', async () => (await flags(node.http.url, c.t.projectKey, 'probe')).body.flags?.['bx-rollout'] !== undefined, { timeoutMs: 30_000 });
+
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+    const page = await browser.newPage();
+    const failed: string[] = [];
+    // Optional extension scripts (`/static/<name>.js`, e.g. surveys) are not served by nodes
+    // (404): posthog-js runs without them. Every other request must succeed.
+    const optional = (url: string) => url.startsWith(`${node.http.url}/static/`);
+    page.on('requestfailed', (r) => { if (!optional(r.url())) failed.push(`${r.method()} ${r.url()}: ${r.failure()?.errorText}`); });
+    page.on('response', (r) => { if (r.url().startsWith(node.http.url) && !optional(r.url()) && r.status() >= 400) failed.push(`${r.status()} ${r.request().method()} ${r.url()}`); });
+    await page.goto(page$.url);
+
+    // Flags for many users, one posthog-js instance each (bootstrapped distinct id).
+    const ids = Array.from({ length: USERS }, (_, i) => `browser-user-${i}`);
+    const seen = await page.evaluate(async ({ token, host, ids, keys }) => {
+      const ph = (window as any).posthog;
+      const out: Record<string, Record<string, [unknown, unknown]>> = {};
+      await Promise.all(ids.map((id, i) => new Promise<void>((resolve) => {
+        const inst = ph.init(token, {
+          api_host: host, bootstrap: { distinctID: id }, autocapture: false, capture_pageview: false, disable_session_recording: true,
+          persistence: 'memory', disable_surveys: true,
+        }, `u${i}`);
+        inst.onFeatureFlags(() => {
+          out[id] = Object.fromEntries(keys.map((k) => [k, [inst.getFeatureFlag(k, { send_event: false }) ?? null, inst.getFeatureFlagPayload(k) ?? null]]));
+          resolve();
+        });
+      })));
+      return out;
+    }, { token: c.t.projectKey, host: node.http.url, ids, keys });
+
+    for (const id of ids) {
+      const r = await flags(node.http.url, c.t.projectKey, id);
+      assert.equal(r.status, 200);
+      const expected: Seen = {};
+      for (const k of keys) {
+        const f = r.body.flags[k];
+        if (f === undefined) { expected[k] = [null, null]; continue; } // inactive: not served, undefined in posthog-js
+        const value = f.enabled ? (f.variant ?? true) : false;
+        const payload = f.enabled && f.metadata.payload != null ? JSON.parse(f.metadata.payload) : null;
+        expected[k] = [value, payload];
+      }
+      assert.deepEqual(seen[id], expected, id);
+    }
+    const variants = new Set(ids.map((id) => seen[id]!['bx-mv']![0]));
+    assert.deepEqual([...variants].sort(), ['control', 'test'], 'both variants among the users');
+
+    // The main instance: remote config from the node, then a pageview, identify, a custom
+    // event and a flag call, all cross-origin with preflights.
+    const main = await page.evaluate(async ({ token, host }) => {
+      const ph = (window as any).posthog;
+      // posthog-js drops events from browsers that look automated (HeadlessChrome, navigator.webdriver);
+      // opt_out_useragent_filter is its switch for end-to-end tests.
+      const inst = ph.init(token, { api_host: host, person_profiles: 'always', persistence: 'memory', disable_session_recording: true,
+        opt_out_useragent_filter: true }, 'main');
+      let loads = 0;
+      inst.onFeatureFlags(() => { loads++; });
+      const loaded = async (n: number) => { while (loads < n) await new Promise((r) => setTimeout(r, 20)); };
+      await loaded(1);
+      inst.identify('browser-identified', { email: 'ada@example.com' }); // reloads the flags for the new id
+      await loaded(2);
+      inst.capture('browser_clicked', { button: 'buy' });
+      const variant = inst.getFeatureFlag('bx-mv');
+      const remote = (window as any)._POSTHOG_REMOTE_CONFIG?.[token]?.config ?? null;
+      return { variant, remote, distinctId: inst.get_distinct_id() };
+    }, { token: c.t.projectKey, host: node.http.url });
+    assert.equal(main.distinctId, 'browser-identified');
+    assert.equal(main.remote?.token, c.t.projectKey, 'config.js loaded from the node');
+    assert.ok(main.remote.supportedCompression.includes('gzip-js'));
+    assert.equal(main.variant, (await flags(node.http.url, c.t.projectKey, 'browser-identified')).body.flags['bx-mv'].variant);
+
+    const rows = await waitFor('the browser\'s events in Postgres', async () => {
+      const r = await c.t.db.sql<{ event: string; distinct_id: string; flag: string | null }[]>`
+        SELECT event, distinct_id, properties->>'$feature_flag' AS flag FROM events WHERE project_id = ${c.t.projectId}`;
+      const names = new Set(r.map((e) => e.event));
+      return ['$pageview', '$identify', 'browser_clicked', '$feature_flag_called'].every((n) => names.has(n)) ? r : null;
+    }, { timeoutMs: 60_000, intervalMs: 250 });
+    assert.ok(rows.some((e) => e.event === '$feature_flag_called' && e.flag === 'bx-mv' && e.distinct_id === 'browser-identified'));
+    assert.ok(rows.some((e) => e.event === 'browser_clicked' && e.distinct_id === 'browser-identified'));
+
+    const defs = await c.t.request('GET', `/api/projects/${c.t.projectId}/event_definitions/?limit=100`);
+    const names = (defs.body.results as { name: string }[]).map((d) => d.name);
+    for (const n of ['$pageview', '$identify', 'browser_clicked', '$feature_flag_called']) assert.ok(names.includes(n), `${n} in ${names.join(', ')}`);
+    await waitFor('last_called_at of bx-mv', async () => {
+      const f = await c.t.request('GET', `/api/projects/${c.t.projectId}/feature_flags/${mv.id}/`);
+      return typeof f.body.last_called_at === 'string';
+    }, { timeoutMs: 30_000, intervalMs: 250 });
+    assert.deepEqual(failed, [], 'no request from the page failed');
+  } finally {
+    await browser?.close().catch(() => {});
+    await page$.close();
+    await c.close();
+  }
+});
