@@ -36,6 +36,7 @@ main(process.argv.slice(2)).then(
   (code) => { process.exitCode = code; },
   (err: unknown) => {
     process.stderr.write(`switchyard: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode = 1;
+    const code = (err as { exitCode?: unknown } | null)?.exitCode;
+    process.exitCode = typeof code === 'number' ? code : 1;
   },
 );

@@ -107,9 +107,12 @@ export const errors = {
     return new ApiError(405, 'invalid_request', 'method_not_allowed', `Method "${method}" not allowed.`, null,
       allow ? { headers: { allow: allow.join(', ') } } : {});
   },
-  /** 405 with no body: hard DELETE of a flag or experiment (spec §7). */
-  deleteForbidden(): ApiError {
-    return new ApiError(405, 'invalid_request', 'method_not_allowed', 'Method "DELETE" not allowed.', null, { empty: true });
+  /**
+   * 405 with no body: hard DELETE of a flag or experiment (spec §7); `Allow` lists what the
+   * resource does take (RFC 9110 requires it on every 405).
+   */
+  deleteForbidden(allow: readonly string[] = ['GET', 'PATCH', 'PUT']): ApiError {
+    return new ApiError(405, 'invalid_request', 'method_not_allowed', 'Method "DELETE" not allowed.', null, { empty: true, headers: { allow: allow.join(', ') } });
   },
   /** 409 conflict on a concurrent flag edit (research §1.4; PostHog sends type server_error). */
   conflict(detail: string): ApiError {

@@ -9,7 +9,7 @@
  */
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
-import { openDatabase } from '../control-plane/db/database.js';
+import { openAdminDatabase } from './admin-database.js';
 import { connect } from '../control-plane/db/connect.js';
 import { migrate } from '../control-plane/db/migrate.js';
 import { bootstrap } from '../control-plane/bootstrap.js';
@@ -45,7 +45,7 @@ export async function run(argv: string[]): Promise<number> {
   const projects = (values.project ?? []).map(Number);
   if (projects.some((p) => !Number.isSafeInteger(p) || p <= 0)) { process.stderr.write(`--project takes a project id\n${USAGE}`); return 2; }
   const config = loadConfig();
-  const db = await openDatabase(config);
+  const db = await openAdminDatabase(config);
   const sql = connect(db.url, { max: 2 });
   try {
     await migrate(sql);
@@ -65,7 +65,7 @@ export async function run(argv: string[]): Promise<number> {
 async function manage(sub: 'list' | 'revoke', rest: string[]): Promise<number> {
   if ((sub === 'list' && rest.length !== 0) || (sub === 'revoke' && rest.length !== 1)) { process.stderr.write(USAGE); return 2; }
   const config = loadConfig();
-  const db = await openDatabase(config);
+  const db = await openAdminDatabase(config);
   const sql = connect(db.url, { max: 2 });
   try {
     await migrate(sql);

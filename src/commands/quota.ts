@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
-import { openDatabase } from '../control-plane/db/database.js';
+import { openAdminDatabase } from './admin-database.js';
 import { connect } from '../control-plane/db/connect.js';
 import { migrate } from '../control-plane/db/migrate.js';
 import { flagRequestUsage, setMonthlyFlagRequestLimit, usagePeriod } from '../control-plane/quota/service.js';
@@ -31,7 +31,7 @@ export async function run(argv: string[]): Promise<number> {
     limit = raw === 'none' ? null : Number(raw);
   }
   const config = loadConfig();
-  const db = await openDatabase(config);
+  const db = await openAdminDatabase(config);
   const sql = connect(db.url, { max: 2 });
   try {
     await migrate(sql);

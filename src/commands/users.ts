@@ -4,7 +4,7 @@
  * evaluation node (issue 8 item 7). Exit 0 done, 1 no such user, 2 bad arguments.
  */
 import { loadConfig } from '../config.js';
-import { openDatabase } from '../control-plane/db/database.js';
+import { openAdminDatabase } from './admin-database.js';
 import { connect } from '../control-plane/db/connect.js';
 import { migrate } from '../control-plane/db/migrate.js';
 import { deactivateUser } from '../control-plane/keys/store.js';
@@ -16,7 +16,7 @@ export async function run(argv: string[]): Promise<number> {
   const [sub, ref, ...extra] = argv;
   if (sub !== 'deactivate' || !ref || extra.length > 0) { process.stderr.write(USAGE); return 2; }
   const config = loadConfig();
-  const db = await openDatabase(config);
+  const db = await openAdminDatabase(config);
   const sql = connect(db.url, { max: 2 });
   try {
     await migrate(sql);

@@ -24,6 +24,12 @@ export interface BootstrapResult {
   projectApiKey: string;
   generatedPersonalApiKey: string | null;
   generatedProjectApiKey: string | null;
+  /**
+   * SWITCHYARD_BOOTSTRAP_PROJECT_API_KEY when it was set but not used: the data dir already had
+   * its project, whose key stays (a project has one API key; changing it would break every SDK
+   * already shipped with the old one). Reported loudly by the commands.
+   */
+  ignoredProjectApiKey: string | null;
 }
 
 /**
@@ -44,8 +50,9 @@ export async function bootstrap(sql: Sql, config: Config): Promise<BootstrapResu
         const [has] = await tx`SELECT 1 FROM personal_api_keys WHERE secure_value = ${secure}`;
         if (!has) await insertKey(tx, existing.user_id, existing.org, config.bootstrapPersonalApiKey);
       }
+      const ignored = config.bootstrapProjectApiKey !== null && config.bootstrapProjectApiKey !== existing.token ? config.bootstrapProjectApiKey : null;
       return { created: false, organizationId: existing.org, projectId: existing.project, userId: existing.user_id,
-        projectApiKey: existing.token, generatedPersonalApiKey: null, generatedProjectApiKey: null };
+        projectApiKey: existing.token, generatedPersonalApiKey: null, generatedProjectApiKey: null, ignoredProjectApiKey: ignored };
     }
     const projectKey = config.bootstrapProjectApiKey ?? newProjectApiKey();
     const personalKey = config.bootstrapPersonalApiKey ?? newPersonalApiKey();
@@ -68,6 +75,7 @@ export async function bootstrap(sql: Sql, config: Config): Promise<BootstrapResu
       created: true, organizationId: org!.id, projectId: project!.id, userId: user!.id, projectApiKey: projectKey,
       generatedPersonalApiKey: config.bootstrapPersonalApiKey ? null : personalKey,
       generatedProjectApiKey: config.bootstrapProjectApiKey ? null : projectKey,
+      ignoredProjectApiKey: null,
     };
   }) as Promise<BootstrapResult>;
 }

@@ -34,14 +34,18 @@ export interface FlagListQuery {
   order: { field: OrderField; desc: boolean };
 }
 
-function jsonList(raw: string | null): unknown[] | undefined {
-  if (raw === null) return undefined;
-  try {
-    const v: unknown = JSON.parse(raw);
-    return Array.isArray(v) ? v : undefined;
-  } catch {
-    return undefined;
-  }
+/**
+ * A JSON-list query parameter (`tags=["a","b"]`). PostHog `json.loads` it and fails with a 500
+ * on anything else (`tags=checkout`); here that is a 400 naming the parameter.
+ * @throws ApiError 400 with `attr` = `name`.
+ */
+function jsonList(q: URLSearchParams, name: string): unknown[] | undefined {
+  const raw = q.get(name);
+  if (raw === null || raw === '') return undefined;
+  let v: unknown;
+  try { v = JSON.parse(raw); } catch { v = undefined; }
+  if (!Array.isArray(v)) throw errors.validation(`${name} must be a JSON list, e.g. ${name}=["checkout"].`, name, 'invalid_input');
+  return v;
 }
 
 /**
@@ -52,7 +56,11 @@ function jsonList(raw: string | null): unknown[] | undefined {
  * - `evaluation_runtime`: the list enum says `both` where stored values say `all`; `both` is
  *   mapped to `all`, other values match exactly.
  * - `created_by_id`: one id or a comma-separated list; non-integers are ignored.
- * @throws ApiError 400 attr `order` for an order outside {@link ORDER_FIELDS}.
+ * - `tags`, `excluded_properties`: JSON lists; anything else is 400 (PostHog: a 500).
+ * - Other unknown values (`type=nope`, `active=maybe`, a bad `limit`) follow PostHog, as above:
+ *   SDKs and scripts written against PostHog get the same pages here.
+ * @throws ApiError 400 attr `order` for an order outside {@link ORDER_FIELDS}; attr `tags` /
+ *   `excluded_properties` for a value that is not a JSON list.
  */
 export function parseFlagListQuery(q: URLSearchParams): FlagListQuery {
   const out: FlagListQuery = { order: { field: 'created_at', desc: true } };
@@ -62,9 +70,9 @@ export function parseFlagListQuery(q: URLSearchParams): FlagListQuery {
   if (type === 'boolean' || type === 'multivariant' || type === 'experiment' || type === 'remote_config') out.type = type;
   const search = q.get('search');
   if (search !== null && search.trim() !== '') out.search = search.trim();
-  const tags = jsonList(q.get('tags'));
+  const tags = jsonList(q, 'tags');
   if (tags) out.tags = tags.filter((t): t is string | number => typeof t === 'string' || typeof t === 'number').map((t) => String(t).trim().toLowerCase());
-  const excluded = jsonList(q.get('excluded_properties'));
+  const excluded = jsonList(q, 'excluded_properties');
   if (excluded) out.excludedKeys = excluded.filter((k): k is string | number => typeof k === 'string' || typeof k === 'number').map(String);
   const createdBy = q.get('created_by_id');
   if (createdBy !== null && createdBy.trim() !== '') {

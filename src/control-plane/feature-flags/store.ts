@@ -131,7 +131,7 @@ export async function insertFlag(tx: Tx, projectId: number, userId: number, w: F
         bucketing_identifier, last_called_at, create_in_folder)
       VALUES (
         ${projectId}, ${w.key}, ${w.name}, ${tx.json(w.filters as never)}, ${w.deleted}, ${w.active}, 1, ${userId}, ${userId},
-        ${w.created_at}, now(),
+        ${w.created_at}, greatest(now(), ${w.created_at}::timestamptz), -- never before created_at (set by the service, or by the client)
         ${w.ensure_experience_continuity}, ${w.rollback_conditions === null || w.rollback_conditions === undefined ? null : tx.json(w.rollback_conditions as never)},
         ${w.performed_rollback}, ${tx.array(w.tags)}::text[], ${tx.array(w.evaluation_tags)}::text[], ${tx.array(w.analytics_dashboards)}::bigint[],
         ${w.has_enriched_analytics}, ${w.creation_context}, ${w.is_remote_configuration}, ${w.has_encrypted_payloads}, ${w.evaluation_runtime},

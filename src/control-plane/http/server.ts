@@ -7,6 +7,7 @@
  */
 import http from 'node:http';
 import crypto from 'node:crypto';
+import { controlPlaneIndex, isEvaluationPath, wrongPortDetail } from '../../where.js';
 import type { AddressInfo } from 'node:net';
 import { errors, isApiError, type ApiError } from '../../errors.js';
 import { authenticate, requireScope, resolveProject } from './auth.js';
@@ -85,6 +86,8 @@ async function handle(deps: Deps, router: Router, probes: Probes, origin: string
   if (method === 'GET' && (url.pathname === '/_health' || url.pathname === '/_ready' || url.pathname === '/metrics')) {
     return probe(probes, url.pathname, res);
   }
+  if (method === 'GET' && url.pathname === '/') { drain(req); return send(res, requestId, { status: 200, body: controlPlaneIndex() }); }
+  if (isEvaluationPath(url.pathname)) { drain(req); return send(res, requestId, { status: 404, body: errors.notFound(wrongPortDetail(url.pathname)).toBody() }); }
   try {
     const match = router.match(method, url.pathname);
     if (match.kind === 'not_found') { drain(req); throw errors.notFound(); }

@@ -14,6 +14,7 @@ import { Exchange } from './reply.js';
 import type { RouteLabel } from './metrics.js';
 import { registerCaptureRoutes, type CaptureHandler } from './capture-routes.js';
 import { preflightHandler } from './cors.js';
+import { evaluationNodeIndex } from '../../where.js';
 import { registerRemoteConfigRoutes } from './remote-config-routes.js';
 
 const FLAGS_PATHS = ['/flags', '/flags/'];
@@ -37,6 +38,7 @@ export function registerRoutes(app: TemplatedApp, ctx: NodeHttpContext, capture?
   }
   registerCaptureRoutes(app, ctx, capture);
   registerRemoteConfigRoutes(app, ctx);
+  app.get('/', (res, req) => new Exchange(res, ctx.metrics, 'other', req.getHeader('origin')).send(200, JSON.stringify(evaluationNodeIndex())));
   app.get('/_health', healthHandler(ctx));
   app.get('/_ready', readyHandler(ctx));
   app.get('/metrics', metricsHandler(ctx));

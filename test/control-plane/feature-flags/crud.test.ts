@@ -48,6 +48,7 @@ test('create with only a key: 201 and every default', async () => {
   assert.equal(f.evaluation_runtime, 'all');
   assert.equal(f.last_called_at, null);
   assert.ok(!Number.isNaN(Date.parse(f.created_at)) && !Number.isNaN(Date.parse(f.updated_at)));
+  assert.ok(Date.parse(f.updated_at) >= Date.parse(f.created_at), `updated_at ${f.updated_at} before created_at ${f.created_at}`);
   const got = await t.request('GET', `${base}${f.id}/`);
   assert.equal(got.status, 200);
   assert.deepEqual({ ...got.body, status: f.status }, f);
@@ -128,6 +129,7 @@ test('unknown and malformed ids → 404; DELETE → 405 with no body', async () 
   const d = await t.request('DELETE', `${base}${c.id}/`);
   assert.equal(d.status, 405);
   assert.equal(d.text, '');
+  assert.equal(d.headers.get('allow'), 'GET, PATCH, PUT', 'every 405 says what is allowed');
   assert.equal((await t.request('GET', `${base}${c.id}/`)).body.deleted, false);
 });
 

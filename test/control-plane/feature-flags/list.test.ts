@@ -86,14 +86,18 @@ test('search matches key or name, case-insensitively, with LIKE characters liter
   assert.deepEqual(await keys('search=_'), [], 'no key has an underscore');
 });
 
-test('tags (any), invalid JSON ignored; excluded_properties; evaluation_runtime with both→all', async () => {
+test('tags (any), a value that is not a JSON list is 400; excluded_properties; evaluation_runtime with both→all', async () => {
   assert.deepEqual(await keys(`tags=${encodeURIComponent('["checkout","mobile"]')}`), ['bool-on', 'multi']);
   assert.deepEqual(await keys(`tags=${encodeURIComponent('["web"]')}`), ['bool-off', 'bool-on']);
-  assert.equal((await keys('tags=not-json')).length, 12);
+  const bad = await t.request('GET', `${base}?tags=checkout`);
+  assert.equal(bad.status, 400, 'PostHog fails with a 500 on a tags value that is not JSON; here a 400 names it');
+  assert.equal(bad.body.attr, 'tags');
   const excluded = await keys(`excluded_properties=${encodeURIComponent('["bool-on","multi"]')}`);
   assert.equal(excluded.length, 10);
   assert.ok(!excluded.includes('bool-on') && !excluded.includes('multi'));
-  assert.equal((await keys('excluded_properties={bad')).length, 12);
+  const badExcluded = await t.request('GET', `${base}?excluded_properties=${encodeURIComponent('{bad')}`);
+  assert.equal(badExcluded.status, 400);
+  assert.equal(badExcluded.body.attr, 'excluded_properties');
   assert.deepEqual(await keys('evaluation_runtime=server'), ['bool-off']);
   assert.deepEqual(await keys('evaluation_runtime=client'), ['multi']);
   assert.equal((await keys('evaluation_runtime=both')).length, 10);

@@ -1,0 +1,31 @@
+/**
+ * The database of the administrative commands (`keys`, `users`, `quota`): the server's own, never
+ * a new one. With DATABASE_URL that server; else the embedded cluster under SWITCHYARD_DATA_DIR,
+ * which must already exist (created by `switchyard start` or `control-plane`): a command run from
+ * another directory used to start a second, empty cluster there and report success on it (issue 9
+ * item 5). It says on stderr which database it used.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../config.js';
+import { openDatabase, type DatabaseHandle } from '../control-plane/db/database.js';
+import { CliError } from './cli-error.js';
+
+/**
+ * Opens the server's database for an administrative command.
+ * @throws CliError (exit 2) when there is no DATABASE_URL and no cluster in the data dir.
+ */
+export async function openAdminDatabase(config: Config): Promise<DatabaseHandle> {
+  if (config.databaseUrl) {
+    const u = new URL(config.databaseUrl);
+    process.stderr.write(`switchyard: using DATABASE_URL (${u.hostname}:${u.port || 5432}${u.pathname})\n`);
+    return openDatabase(config);
+  }
+  const cluster = path.join(config.dataDir, 'postgres');
+  if (!fs.existsSync(path.join(cluster, 'PG_VERSION'))) {
+    throw new CliError(`no Switchyard database in ${config.dataDir}: run this where \`switchyard start\` runs, `
+      + 'or set SWITCHYARD_DATA_DIR to the server\'s data dir, or DATABASE_URL to its Postgres');
+  }
+  process.stderr.write(`switchyard: using the embedded Postgres in ${cluster} (port ${config.embeddedPostgresPort})\n`);
+  return openDatabase(config);
+}
