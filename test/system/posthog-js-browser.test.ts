@@ -2,7 +2,8 @@
  * Issue 9 item 1 as a user sees it: posthog-js, unchanged (its `array.js` bundle, as the
  * snippet loads it), in Debian's headless Chromium on a page served from another origin, pointed
  * at a real node of a real cluster. Remote config (`config.js`), CORS preflights, /flags and
- * capture all cross origins; flags must equal what POST /flags answers for the same users, and
+ * capture all cross origins; flags must equal what POST /flags answers for the same 200 users
+ * (rollout, multivariate with payloads, person property, group property, inactive), and
  * $pageview, $identify, a custom event and $feature_flag_called must reach Postgres, the event
  * definitions and the flag's `last_called_at`. Chromium is /usr/bin/chromium (the Makefile
  * installs Debian's package); playwright-core drives it and never downloads a browser.
@@ -22,7 +23,7 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 /** Flags on the machine's closed network, as research found: no background fetches, no QUIC. */
 const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
   '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
-const USERS = 40;
+const USERS = 200;
 
 const posthogBundle = (): string => {
   const require = createRequire(import.meta.url);
@@ -65,7 +66,10 @@ test('posthog-js in Chromium: remote config, flags equal to /flags, and every ev
     } });
     await createFlag(c, { key: 'bx-rollout', filters: { groups: [{ properties: [], rollout_percentage: 40 }], payloads: { true: '"yes"' } } });
     await createFlag(c, { key: 'bx-off', active: false, filters: { groups: [{ properties: [], rollout_percentage: 100 }] } });
-    const keys = ['bx-mv', 'bx-rollout', 'bx-off'];
+    await createFlag(c, { key: 'bx-email', filters: { groups: [{ properties: [{ key: 'email', type: 'person', operator: 'icontains', value: '@example.com' }], rollout_percentage: 100 }] } });
+    await createFlag(c, { key: 'bx-org-pro', filters: { aggregation_group_type_index: 0,
+      groups: [{ properties: [{ key: 'plan', type: 'group', group_type_index: 0, operator: 'exact', value: ['pro'] }], rollout_percentage: 100 }] } });
+    const keys = ['bx-mv', 'bx-rollout', 'bx-off', 'bx-email', 'bx-org-pro'];
     await waitReady(node.http.url);
     await waitFor('the node serving the flags', async () => (await flags(node.http.url, c.t.projectKey, 'probe')).body.flags?.['bx-rollout'] !== undefined, { timeoutMs: 30_000 });
 
@@ -79,15 +83,24 @@ test('posthog-js in Chromium: remote config, flags equal to /flags, and every ev
     page.on('response', (r) => { if (r.url().startsWith(node.http.url) && !optional(r.url()) && r.status() >= 400) failed.push(`${r.status()} ${r.request().method()} ${r.url()}`); });
     await page.goto(page$.url);
 
-    // Flags for many users, one posthog-js instance each (bootstrapped distinct id).
+    // Flags for many users, one posthog-js instance each (bootstrapped distinct id), with person
+    // properties and a group (the default project's group type 0 is `organization`) set before
+    // its first /flags request.
     const ids = Array.from({ length: USERS }, (_, i) => `browser-user-${i}`);
-    const seen = await page.evaluate(async ({ token, host, ids, keys }) => {
+    const person = (i: number) => ({ email: i % 3 === 0 ? `u${i}@example.com` : `u${i}@other.org` });
+    const org = (i: number) => ({ key: `org-${i % 7}`, props: { plan: i % 2 === 0 ? 'pro' : 'free' } });
+    const people = ids.map((_, i) => ({ person: person(i), org: org(i) }));
+    const seen = await page.evaluate(async ({ token, host, ids, keys, people }) => {
       const ph = (window as any).posthog;
       const out: Record<string, Record<string, [unknown, unknown]>> = {};
       await Promise.all(ids.map((id, i) => new Promise<void>((resolve) => {
         const inst = ph.init(token, {
           api_host: host, bootstrap: { distinctID: id }, autocapture: false, capture_pageview: false, disable_session_recording: true,
           persistence: 'memory', disable_surveys: true,
+          loaded: (p: any) => {
+            p.setPersonPropertiesForFlags(people[i]!.person, false);
+            p.group('organization', people[i]!.org.key, people[i]!.org.props);
+          },
         }, `u${i}`);
         inst.onFeatureFlags(() => {
           out[id] = Object.fromEntries(keys.map((k) => [k, [inst.getFeatureFlag(k, { send_event: false }) ?? null, inst.getFeatureFlagPayload(k) ?? null]]));
@@ -95,10 +108,11 @@ test('posthog-js in Chromium: remote config, flags equal to /flags, and every ev
         });
       })));
       return out;
-    }, { token: c.t.projectKey, host: node.http.url, ids, keys });
+    }, { token: c.t.projectKey, host: node.http.url, ids, keys, people });
 
-    for (const id of ids) {
-      const r = await flags(node.http.url, c.t.projectKey, id);
+    for (const [i, id] of ids.entries()) {
+      const r = await flags(node.http.url, c.t.projectKey, id, { person_properties: person(i),
+        groups: { organization: org(i).key }, group_properties: { organization: org(i).props } });
       assert.equal(r.status, 200);
       const expected: Seen = {};
       for (const k of keys) {
@@ -110,8 +124,10 @@ test('posthog-js in Chromium: remote config, flags equal to /flags, and every ev
       }
       assert.deepEqual(seen[id], expected, id);
     }
-    const variants = new Set(ids.map((id) => seen[id]!['bx-mv']![0]));
-    assert.deepEqual([...variants].sort(), ['control', 'test'], 'both variants among the users');
+    for (const k of ['bx-mv', 'bx-rollout', 'bx-email', 'bx-org-pro']) {
+      const values = new Set(ids.map((id) => JSON.stringify(seen[id]![k]![0])));
+      assert.ok(values.size >= 2, `${k} takes more than one value among the users: ${[...values].join(', ')}`);
+    }
 
     // The main instance: remote config from the node, then a pageview, identify, a custom
     // event and a flag call, all cross-origin with preflights.
