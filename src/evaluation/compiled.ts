@@ -101,6 +101,11 @@ export interface CompiledFlag {
   readonly dependencySlots: readonly number[];
   readonly continuity: boolean;
   readonly bucketByDevice: boolean;
+  /**
+   * `filters.early_exit`: a condition set whose properties match but whose rollout misses ends
+   * evaluation there (`out_of_rollout_bound`); later sets are not tried (research §1, §4 step 4).
+   */
+  readonly earlyExit: boolean;
   /** Flag-level aggregation_group_type_index. */
   readonly aggregation: number | null;
   readonly groupTypeName: string | null;

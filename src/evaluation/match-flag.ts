@@ -223,6 +223,8 @@ export function matchFlag(flag: CompiledFlag, scope: RequestScope): FlagResult {
     if (!cond.fullRollout && id !== null) {
       const h = id.bytes.length === 0 ? 0 : hashBytes(flag.hashPrefix, id.bytes, EMPTY);
       if (!withinRollout(h, cond.threshold)) {
+        // early_exit: the first set whose properties match decides, in or out of its rollout.
+        if (flag.earlyExit) return result(flag, false, null, cond.reasons.outOfRollout, flag.metadataNoPayload);
         if (REASONS.out_of_rollout_bound.score >= bestScore) { best = cond.reasons.outOfRollout; bestScore = REASONS.out_of_rollout_bound.score; }
         continue;
       }

@@ -486,3 +486,24 @@ test('one bad flag: compile lists the problem naming flag and field', () => {
   assert.equal(compiled.problems[0]!.flagKey, 'bad');
   assert.match(compiled.problems[0]!.field, /^filters\.groups\[0\]\.properties\[0\]/);
 });
+
+test('filters.early_exit: a matching set that misses its rollout ends evaluation (research §1, §4 step 4)', () => {
+  const sets = [
+    { properties: [{ key: 'email', type: 'person', operator: 'icontains', value: '@example.com' }], rollout_percentage: 0 },
+    { properties: [], rollout_percentage: 100 },
+  ];
+  const compiled = compileProject({
+    flags: [flag('exits', { groups: sets, early_exit: true }), flag('falls-through', { groups: sets })],
+    group_type_mapping: {}, cohorts: {},
+  });
+  const matching = evaluateFlags(compiled, { distinct_id: 'u1', person_properties: { email: 'ada@example.com' } }, {}, 0).flags;
+  assert.equal(matching.exits!.enabled, false);
+  assert.equal(matching.exits!.reason.code, 'out_of_rollout_bound');
+  assert.equal(matching.exits!.reason.condition_index, 0);
+  assert.equal(matching['falls-through']!.enabled, true, 'without early_exit the next set is tried');
+  assert.equal(matching['falls-through']!.reason.condition_index, 1);
+  // Properties that do not match are not an exit: the next set decides.
+  const other = evaluateFlags(compiled, { distinct_id: 'u1', person_properties: { email: 'ada@other.org' } }, {}, 0).flags;
+  assert.equal(other.exits!.enabled, true);
+  assert.equal(other.exits!.reason.condition_index, 1);
+});

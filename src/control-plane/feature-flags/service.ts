@@ -48,6 +48,7 @@ function lookupsFor(tx: Tx, projectId: number): FlagLookups {
     keyTaken: (key, excludeId) => store.keyTaken(tx, projectId, key, excludeId),
     cohort: (id) => store.getCohort(tx, projectId, id),
     liveFlag: (id) => store.liveFlagForDependency(tx, projectId, id),
+    groupTypeIndexes: () => store.groupTypeIndexes(tx, projectId),
   };
 }
 

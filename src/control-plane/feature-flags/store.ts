@@ -121,6 +121,12 @@ export async function renameTombstones(tx: Tx, projectId: number, key: string, s
   return out;
 }
 
+/** The group type indexes of a project (group_type_mappings). */
+export async function groupTypeIndexes(h: Handle, projectId: number): Promise<Set<number>> {
+  const rows = await h<{ i: number }[]>`SELECT group_type_index::int AS i FROM group_type_mappings WHERE project_id = ${projectId}`;
+  return new Set(rows.map((r) => r.i));
+}
+
 /** Inserts a flag (version 1) and returns its id. @throws ApiError `unique` on a live-key clash. */
 export async function insertFlag(tx: Tx, projectId: number, userId: number, w: FlagWrite): Promise<number> {
   try {

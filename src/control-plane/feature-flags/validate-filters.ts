@@ -4,7 +4,7 @@
  * `posthog/api/feature_flag.py` `validate_filters`). Every failure is a 400 validation error with
  * attr `filters`; the first failing rule wins, in PostHog's order:
  *
- * 0. shape (newer PostHog): groups a list of objects, properties lists of objects with a key,
+ * 0. shape (newer PostHog): `early_exit` a boolean, groups a list of objects, properties lists of objects with a key,
  *    group `rollout_percentage` a number 0–100 or null, `variant` a string or null, variants
  *    objects with a string key and a percentage 0–100, `aggregation_group_type_index` int or null;
  * 1. create needs at least one condition set;
@@ -15,7 +15,12 @@
  *    not behavioural (transitively), dates parse, string-only operators, `in`/`not_in` only on
  *    cohorts;
  * 5. payloads: an object of JSON texts; non-string values are normalised to Python-style JSON
- *    text; keys are variant keys (multivariate) or only `"true"` (boolean).
+ *    text; keys are variant keys (multivariate) or only `"true"` (boolean);
+ * 6. (issue 9 item 4, beyond PostHog) what the evaluator would fail on: every person/group/event
+ *    property compiles with the evaluator's own `compilePropertyFilter` in strict mode (unknown
+ *    operator, bad semver, date or between bounds…), and every group type index the flag uses
+ *    exists in the project's group type mapping. A flag the API accepts never makes /flags
+ *    answer `errorsWhileComputingFlags` nor `switchyard evaluate` exit 2.
  *
  * IO happens only through the injected lookups, so the rules are testable without a database.
  */
@@ -27,6 +32,7 @@ import { pyStr } from './py-text.js';
 import { MAX_PROPERTY_VALUES, type Filters } from './types.js';
 import { MAX_JSON_DEPTH, tooDeep } from '../../limits.js';
 import { describeRegexProblem } from '../../evaluation/properties/regex.js';
+import { compilePropertyFilter, PropertyFilterError, type PropertyFilter } from '../../evaluation/properties/index.js';
 
 /** A cohort as the checks need it (any cohort of the project, deleted included, as upstream). */
 export interface CohortInfo { id: number; name: string; filters: Record<string, unknown> }
@@ -35,6 +41,8 @@ export interface CohortInfo { id: number; name: string; filters: Record<string, 
 export interface FilterLookups {
   cohort(id: number): Promise<CohortInfo | null>;
   liveFlag: LiveFlagLookup;
+  /** The project's group type indexes (group_type_mappings). */
+  groupTypeIndexes(): Promise<ReadonlySet<number>>;
 }
 
 /** What the rules need to know about the write. */
@@ -87,6 +95,9 @@ function checkShape(filters: Obj): void {
   const agg = filters.aggregation_group_type_index;
   if (agg !== undefined && agg !== null && !(typeof agg === 'number' && Number.isInteger(agg))) {
     fail('aggregation_group_type_index must be an integer or null');
+  }
+  if (filters.early_exit !== undefined && filters.early_exit !== null && typeof filters.early_exit !== 'boolean') {
+    fail('early_exit must be a boolean');
   }
   const groups = filters.groups;
   if (groups !== undefined && !Array.isArray(groups)) fail('groups must be a list');
@@ -262,5 +273,34 @@ export async function validateFilters(raw: unknown, ctx: FilterContext): Promise
   } else if (Object.keys(payloads).length > 1 || Object.keys(payloads).some((k) => k !== 'true')) {
     fail("Payload keys must be 'true' for boolean flags");
   }
+
+  // 6. What the evaluator would fail on.
+  await checkEvaluable(filters, groups, ctx.lookups);
   return filters;
+}
+
+/** Rule 6 of the module doc. */
+async function checkEvaluable(filters: Obj, groups: Obj[], lookups: FilterLookups): Promise<void> {
+  const indexes = new Set<number>();
+  if (typeof filters.aggregation_group_type_index === 'number') indexes.add(filters.aggregation_group_type_index);
+  for (const g of groups) {
+    if (typeof g.aggregation_group_type_index === 'number') indexes.add(g.aggregation_group_type_index);
+    for (const p of propertiesOf(g)) {
+      const type = propType(p);
+      if (type === 'flag' || type === 'cohort') continue;
+      if (type === 'group' && typeof p.group_type_index === 'number') indexes.add(p.group_type_index);
+      try {
+        compilePropertyFilter(p as unknown as PropertyFilter, { timezone: 'UTC', strict: true });
+      } catch (e) {
+        if (!(e instanceof PropertyFilterError)) throw e;
+        fail(`Invalid property filter ${JSON.stringify(p.key ?? null)} (${e.field}): ${e.message}.`, e.field === 'operator' ? 'invalid_operator' : 'invalid_input');
+      }
+    }
+  }
+  if (indexes.size > 0) {
+    const known = await lookups.groupTypeIndexes();
+    for (const i of [...indexes].sort((a, b) => a - b)) {
+      if (!known.has(i)) fail(`Invalid group type index ${i}: this project has no group type with that index.`, 'invalid_group_type');
+    }
+  }
 }
