@@ -45,7 +45,7 @@ export class CohortTable {
   private readonly byId = new Map<number, CompiledCohort>();
   private readonly inProgress = new Set<number>();
 
-  constructor(private readonly defs: Readonly<Record<string, CohortDefinition>>, private readonly timezone: string) {}
+  constructor(private readonly defs: Readonly<Record<string, CohortDefinition>>, private readonly timezone: string, private readonly matchingVersion = 1) {}
 
   /** Number of memo slots a request needs. */
   get size(): number {
@@ -115,7 +115,7 @@ export class CohortTable {
     }
     try {
       const { negation: _n, ...plain } = leaf;
-      const filter = compilePropertyFilter(plain as unknown as Parameters<typeof compilePropertyFilter>[0], { timezone: this.timezone });
+      const filter = compilePropertyFilter(plain as unknown as Parameters<typeof compilePropertyFilter>[0], { timezone: this.timezone, matchingVersion: this.matchingVersion });
       return { kind: 'leaf', filter, negate: negation };
     } catch (e) {
       const field = isObj(e) && typeof e.field === 'string' ? `.${e.field}` : '';

@@ -81,7 +81,8 @@ export function compileProject(defs: ProjectDefinitions, opts: CompileOptions = 
   for (const [k, v] of Object.entries(gtm)) {
     if (typeof v === 'string' && /^\d+$/.test(k)) groupTypeNames.set(Number(k), v);
   }
-  const cohorts = new CohortTable(cohortDefs as ProjectDefinitions['cohorts'], timezone);
+  const matchingVersion = defs.property_matching_version === 2 ? 2 : 1;
+  const cohorts = new CohortTable(cohortDefs as ProjectDefinitions['cohorts'], timezone, matchingVersion);
   const problems: CompileProblem[] = [];
 
   // Pass 1: identity fields; entries without a usable key are skipped (they cannot be answered).
@@ -109,7 +110,7 @@ export function compileProject(defs: ProjectDefinitions, opts: CompileOptions = 
     const e = entries[entryIndex]!;
     const refs = plan.refs[entryIndex]!;
     const ctx: FlagCompileContext = {
-      groupTypeNames, cohorts, timezone,
+      groupTypeNames, cohorts, timezone, matchingVersion,
       dependencySlot: (filter) => {
         const target = refs.get(filter) ?? -1;
         return target < 0 ? -1 : slotOf[target]!;
@@ -139,6 +140,8 @@ interface FlagCompileContext {
   readonly groupTypeNames: ReadonlyMap<number, string>;
   readonly cohorts: CohortTable;
   readonly timezone: string;
+  /** The project's property_matching_version (1 legacy, 2 explicit booleans). */
+  readonly matchingVersion: number;
   /** Slot of the flag a dependency filter (by object identity) resolves to, or -1. */
   dependencySlot(filter: object): number;
 }
@@ -287,7 +290,7 @@ function compileFlag(raw: Record<string, unknown>, slot: number, live: boolean, 
         groupTypeName = idx === null ? null : ctx.groupTypeNames.get(idx) ?? null;
       }
       try {
-        const filter = compilePropertyFilter(p as unknown as Parameters<typeof compilePropertyFilter>[0], { timezone: ctx.timezone });
+        const filter = compilePropertyFilter(p as unknown as Parameters<typeof compilePropertyFilter>[0], { timezone: ctx.timezone, matchingVersion: ctx.matchingVersion });
         propertyChecks.push({ group, groupTypeName, filter });
       } catch (err) {
         const sub = isObj(err) && typeof err.field === 'string' && err.field !== '' ? `.${err.field}` : '';

@@ -94,6 +94,11 @@ export interface ProjectDefinitions {
   group_type_mapping: Record<string, string>;
   /** Cohort id (as a string) → definition. */
   cohorts: Record<string, CohortDefinition>;
+  /**
+   * The team's property matching: 2 = explicit boolean equality for `exact`/`is_not`; absent,
+   * 1 or anything else = legacy (PostHog's local-evaluation feed field of the same name).
+   */
+  property_matching_version?: number;
 }
 
 /** One /flags request after HTTP decoding (research §5.1). */

@@ -31,6 +31,8 @@ export interface FeedInput {
   flags: readonly FeatureFlagEntity[];
   cohorts: readonly CohortEntity[];
   groupTypeMapping: Record<string, string>;
+  /** The project's property_matching_version; sent only when 2 (absent means legacy to every SDK). */
+  propertyMatchingVersion?: number;
 }
 
 /** MinimalFlag as served (research management-api §2.9). */
@@ -55,6 +57,8 @@ export interface DefinitionsFeed {
   flags: MinimalFlag[];
   group_type_mapping: Record<string, string>;
   cohorts: Record<string, unknown>;
+  /** 2 when the project matches properties with explicit boolean equality; absent otherwise. */
+  property_matching_version?: number;
 }
 
 function isObj(v: unknown): v is Record<string, unknown> {
@@ -181,20 +185,22 @@ export function buildDefinitionsFeed(defs: FeedInput, sendCohorts: boolean): Def
       cohortIdsIn(group, referenced);
     }
   }
-  return { flags, group_type_mapping: defs.groupTypeMapping, cohorts };
+  const feed: DefinitionsFeed = { flags, group_type_mapping: defs.groupTypeMapping, cohorts };
+  if (defs.propertyMatchingVersion === 2) feed.property_matching_version = 2;
+  return feed;
 }
 
 /** Serialized feed bodies by project, valid for one definitions revision each. */
 export class DefinitionsFeedCache {
-  private readonly entries = new Map<string, { revision: number; body: string }>();
+  private readonly entries = new Map<string, { revision: number; matching: number | undefined; body: string }>();
 
-  /** The JSON body of the feed for `projectId` at `defs.revision`. */
+  /** The JSON body of the feed for `projectId` at `defs.revision` and matching version. */
   body(projectId: number, defs: FeedInput, sendCohorts: boolean): string {
     const key = `${projectId}:${sendCohorts ? 1 : 0}`;
     const hit = this.entries.get(key);
-    if (hit !== undefined && hit.revision === defs.revision) return hit.body;
+    if (hit !== undefined && hit.revision === defs.revision && hit.matching === defs.propertyMatchingVersion) return hit.body;
     const body = JSON.stringify(buildDefinitionsFeed(defs, sendCohorts));
-    this.entries.set(key, { revision: defs.revision, body });
+    this.entries.set(key, { revision: defs.revision, matching: defs.propertyMatchingVersion, body });
     return body;
   }
 }

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PostHog } from 'posthog-node';
 import { waitFor } from '../support/wait.js';
-import { get, startCluster, waitReady } from './support.js';
+import { flags, get, startCluster, waitReady } from './support.js';
 
 test('project settings reach the nodes\' remote config; only booleans, only with project:write', async () => {
   const c = await startCluster();
@@ -95,6 +95,39 @@ test('F10 remote_config on the control plane and on a node, read by posthog-node
     assert.equal(noKey.status, 401);
   } finally {
     await ph?.shutdown().catch(() => {});
+    await c.close();
+  }
+});
+
+test('property_matching_version 2 set on the project reaches the feeds and the nodes\' evaluation', async () => {
+  const c = await startCluster();
+  try {
+    const node = await c.startNode(c.tempDir());
+    await waitReady(node.http.url);
+    const r = await c.t.request('POST', `/api/projects/${c.t.projectId}/feature_flags/`, { body: { key: 'not-false',
+      filters: { groups: [{ properties: [{ key: 'beta', type: 'person', operator: 'exact', value: false }], rollout_percentage: 100 }] } } });
+    assert.equal(r.status, 201, r.text);
+    const enabled = async () => (await flags(node.http.url, c.t.projectKey, 'u1', { person_properties: { beta: 'banana' } })).body.flags['not-false']?.enabled;
+    await waitFor('the flag on the node', async () => (await enabled()) !== undefined, { timeoutMs: 20_000 });
+    assert.equal(await enabled(), true, 'legacy: false matches anything not truthy');
+    const key = await c.t.createKey(['feature_flag:read']);
+    const feed = () => fetch(`${node.http.url}/flags/definitions?token=${c.t.projectKey}`, { headers: { authorization: `Bearer ${key}` } });
+    const before = await feed();
+    const beforeTag = before.headers.get('etag');
+    assert.equal((await before.json() as Record<string, unknown>).property_matching_version, undefined);
+
+    assert.equal((await c.t.request('PATCH', `/api/projects/${c.t.projectId}/`, { body: { property_matching_version: 3 } })).status, 400);
+    const ok = await c.t.request('PATCH', `/api/projects/${c.t.projectId}/`, { body: { property_matching_version: 2 } });
+    assert.equal(ok.status, 200, ok.text);
+    assert.equal(ok.body.property_matching_version, 2);
+    await waitFor('explicit boolean equality on the node', async () => (await enabled()) === false, { timeoutMs: 20_000 });
+    assert.equal((await flags(node.http.url, c.t.projectKey, 'u1', { person_properties: { beta: 'FALSE' } })).body.flags['not-false'].enabled, true);
+    const after = await feed();
+    assert.notEqual(after.headers.get('etag'), beforeTag, 'the feed ETag follows the setting');
+    assert.equal((await after.json() as Record<string, unknown>).property_matching_version, 2);
+    const f15 = await c.t.request('GET', `/api/projects/${c.t.projectId}/feature_flags/local_evaluation/`);
+    assert.equal(f15.body.property_matching_version, 2);
+  } finally {
     await c.close();
   }
 });

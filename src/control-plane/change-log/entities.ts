@@ -33,16 +33,22 @@ export interface ProjectSettings {
   heatmaps_opt_in: boolean;
   capture_dead_clicks: boolean;
   capture_performance_opt_in: boolean;
+  /** 1 legacy property matching, 2 explicit boolean equality (evaluation/properties/operators.ts). */
+  property_matching_version: number;
 }
 
-/** The keys of {@link ProjectSettings}: projects table columns and writable API fields. */
-export const PROJECT_SETTING_KEYS: readonly (keyof ProjectSettings)[] = Object.freeze([
+/** The boolean keys of {@link ProjectSettings}. */
+export const PROJECT_BOOLEAN_SETTING_KEYS = Object.freeze([
   'autocapture_opt_out', 'autocapture_exceptions_opt_in', 'heatmaps_opt_in', 'capture_dead_clicks', 'capture_performance_opt_in',
-]);
+] as const);
 
-/** Settings of a project created without any (the column defaults of migration 0006). */
+/** The keys of {@link ProjectSettings}: projects table columns and writable API fields. */
+export const PROJECT_SETTING_KEYS: readonly (keyof ProjectSettings)[] = Object.freeze([...PROJECT_BOOLEAN_SETTING_KEYS, 'property_matching_version']);
+
+/** Settings of a project created without any (the column defaults of migrations 0006 and 0007). */
 export const DEFAULT_PROJECT_SETTINGS: Readonly<ProjectSettings> = Object.freeze({
   autocapture_opt_out: false, autocapture_exceptions_opt_in: false, heatmaps_opt_in: false, capture_dead_clicks: false, capture_performance_opt_in: false,
+  property_matching_version: 1,
 });
 
 /**
@@ -140,10 +146,11 @@ export function featureFlagEntity(row: FeatureFlagRow): FeatureFlagEntity {
 /** A projects row as the change log reads it (settings columns included). */
 export type ProjectEntityRow = { id: number; organization_id: number; name: string; api_token: string; timezone: string } & Partial<ProjectSettings>;
 
-/** The settings columns of a projects row (absent ones: false, the column defaults). */
+/** The settings columns of a projects row (absent ones: the column defaults). */
 export function projectSettings(row: Partial<ProjectSettings>): ProjectSettings {
   const out = { ...DEFAULT_PROJECT_SETTINGS };
-  for (const k of PROJECT_SETTING_KEYS) out[k] = row[k] === true;
+  for (const k of PROJECT_BOOLEAN_SETTING_KEYS) out[k] = row[k] === true;
+  out.property_matching_version = Number(row.property_matching_version) === 2 ? 2 : 1;
   return out;
 }
 

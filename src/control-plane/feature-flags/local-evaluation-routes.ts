@@ -23,7 +23,7 @@ export function sendCohortsParam(query: URLSearchParams): boolean {
 }
 
 /** The feed body of a project as JSON text. */
-export async function localEvaluationBody(sql: Sql, projectId: number, sendCohorts: boolean): Promise<string> {
+export async function localEvaluationBody(sql: Sql, projectId: number, sendCohorts: boolean, propertyMatchingVersion = 1): Promise<string> {
   const [flags, cohorts, groupTypes] = await Promise.all([
     sql<FeatureFlagRow[]>`SELECT * FROM feature_flags WHERE project_id = ${projectId} AND NOT deleted ORDER BY id`,
     sql<{ id: number; project_id: number; name: string; filters: Record<string, unknown>; is_static: boolean; deleted: boolean }[]>`
@@ -34,7 +34,7 @@ export async function localEvaluationBody(sql: Sql, projectId: number, sendCohor
   const groupTypeMapping: Record<string, string> = {};
   for (const g of groupTypes) groupTypeMapping[String(g.group_type_index)] = g.group_type;
   return JSON.stringify(buildDefinitionsFeed({
-    revision: 0, flags: flags.map(featureFlagEntity), cohorts: cohorts.map(cohortEntity), groupTypeMapping,
+    revision: 0, flags: flags.map(featureFlagEntity), cohorts: cohorts.map(cohortEntity), groupTypeMapping, propertyMatchingVersion,
   }, sendCohorts));
 }
 
@@ -45,7 +45,7 @@ export function localEvaluationRoutes(deps: Deps): Route[] {
     async handler(ctx) {
       const [org] = await deps.sql<{ quota_limited: boolean }[]>`SELECT quota_limited FROM organizations WHERE id = ${ctx.project.organization_id}`;
       if (org?.quota_limited) throw errors.quotaLimited();
-      const text = await localEvaluationBody(deps.sql, ctx.project.id, sendCohortsParam(ctx.query));
+      const text = await localEvaluationBody(deps.sql, ctx.project.id, sendCohortsParam(ctx.query), ctx.project.property_matching_version);
       const etag = `W/"${crypto.createHash('sha1').update(text).digest('hex')}"`;
       const headers = { etag, 'cache-control': 'private, must-revalidate' };
       const inm = ctx.headers['if-none-match'];

@@ -2,24 +2,30 @@
  * `GET /api/projects/` and `GET /api/projects/<id>/` (spec §5 rule 3): the projects the key may
  * see — its organization's, narrowed to its scoped projects. Scope `project:read`.
  * `PATCH /api/projects/<id>/` (scope `project:write`) sets the remote-config settings
- * (PROJECT_SETTING_KEYS, booleans, as PostHog's team fields); other fields are read-only here
- * and ignored as DRF ignores read-only fields; a non-boolean value is 400 with `attr`.
+ * (PROJECT_SETTING_KEYS: booleans as PostHog's team fields, and `property_matching_version` 1 or
+ * 2); other fields are read-only here and ignored as DRF ignores read-only fields; a value of
+ * the wrong type is 400 with `attr`.
  */
 import { pageEnvelope, parseLimitOffset } from '../http/pages.js';
 import type { Deps, Route } from '../http/types.js';
 import { errors } from '../../errors.js';
-import { PROJECT_SETTING_KEYS, type ProjectSettings } from '../change-log/entities.js';
+import { PROJECT_BOOLEAN_SETTING_KEYS, type ProjectSettings } from '../change-log/entities.js';
 import { listProjects, organizationUuid, serializeProject, updateProjectSettings } from './store.js';
 
 /** The settings in a PATCH body. @throws ApiError 400 for a body that is not an object or a non-boolean setting. */
 function parseSettings(body: unknown): Partial<ProjectSettings> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw errors.validation('Expected an object.', null, 'parse_error');
   const out: Partial<ProjectSettings> = {};
-  for (const k of PROJECT_SETTING_KEYS) {
+  for (const k of PROJECT_BOOLEAN_SETTING_KEYS) {
     const v = (body as Record<string, unknown>)[k];
     if (v === undefined) continue;
     if (typeof v !== 'boolean') throw errors.validation('Must be a valid boolean.', k, 'invalid');
     out[k] = v;
+  }
+  const version = (body as Record<string, unknown>).property_matching_version;
+  if (version !== undefined) {
+    if (version !== 1 && version !== 2) throw errors.validation('"property_matching_version" must be 1 or 2.', 'property_matching_version', 'invalid_choice');
+    out.property_matching_version = version;
   }
   return out;
 }

@@ -54,7 +54,7 @@ export async function updateProjectSettings(sql: Sql, projectId: number, changes
     const [row] = keys.length === 0
       ? await tx<ProjectRow[]>`SELECT id, organization_id, uuid, name, api_token, timezone, created_at, ${tx(PROJECT_SETTING_KEYS as string[])}
           FROM projects WHERE id = ${projectId}`
-      : await tx<ProjectRow[]>`UPDATE projects SET ${tx(changes as Record<string, boolean>, keys as string[])} WHERE id = ${projectId}
+      : await tx<ProjectRow[]>`UPDATE projects SET ${tx(changes as Record<string, boolean | number>, keys as string[])} WHERE id = ${projectId}
           RETURNING id, organization_id, uuid, name, api_token, timezone, created_at, ${tx(PROJECT_SETTING_KEYS as string[])}`;
     if (keys.length > 0) {
       await appendChanges(tx, [{ projectId, kind: 'project', entityId: String(projectId), op: 'upsert', payload: projectEntity(row!) }]);

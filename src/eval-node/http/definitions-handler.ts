@@ -10,7 +10,8 @@
  * `authentication_failed`; missing/unknown token 401 `missing_token`/`invalid_token`; other
  * organization or project outside scoped_teams 403 `permission_denied`; missing scope 403; quota
  * limited 402 `payment_required`.
- * Caching: weak `ETag: W/"<definitions revision>[c]"` (`c` = with cohorts), `Cache-Control:
+ * Caching: weak `ETag: W/"<definitions revision>[c][m2]"` (`c` = with cohorts, `m2` = property
+ * matching version 2, a project setting outside the definitions revision), `Cache-Control:
  * private, must-revalidate`; a matching `If-None-Match` → 304 with no body.
  */
 import crypto from 'node:crypto';
@@ -38,8 +39,9 @@ export function definitionsHandler(ctx: NodeHttpContext): (res: HttpResponse, re
       const ifNoneMatch = req.getHeader('if-none-match');
       const project = authorizeFeedRequest(ctx, authorization, query.get('token'));
       const sendCohorts = query.has('send_cohorts') && !['false', '0'].includes(query.get('send_cohorts') ?? '');
-      const defs = ctx.store.definitions(project.id);
-      const etag = `W/"${defs.revision}${sendCohorts ? 'c' : ''}"`;
+      const matching = project.settings?.property_matching_version === 2 ? 2 : undefined;
+      const defs = { ...ctx.store.definitions(project.id), propertyMatchingVersion: matching };
+      const etag = `W/"${defs.revision}${sendCohorts ? 'c' : ''}${matching === 2 ? 'm2' : ''}"`;
       const headers: [string, string][] = [['ETag', etag], ['Cache-Control', 'private, must-revalidate']];
       if (ifNoneMatch !== '' && ifNoneMatch.split(',').some((t) => t.trim() === etag || t.trim() === '*')) {
         return ex.send(304, '', headers, null);

@@ -24,6 +24,8 @@ export type EngineStore = Pick<NodeStore, 'definitions' | 'project' | 'personByD
 
 interface Entry {
   revision: number;
+  /** The project's property_matching_version when compiled (a project setting, outside the revision). */
+  matchingVersion: number;
   compiled: CompiledProject;
   hasFeatureFlags: boolean;
   /** Some live flag has experience continuity: hash-key overrides are worth reading. */
@@ -33,12 +35,12 @@ interface Entry {
 }
 
 /** Store definitions → the core's feed shape (cohorts keyed by id, `{properties, is_static}`). */
-export function toCoreDefinitions(defs: ProjectDefinitions): CoreDefinitions {
+export function toCoreDefinitions(defs: ProjectDefinitions, propertyMatchingVersion = 1): CoreDefinitions {
   const cohorts: Record<string, CohortDefinition> = {};
   for (const c of defs.cohorts) {
     cohorts[String(c.id)] = { ...(c.filters as object), is_static: c.is_static } as CohortDefinition;
   }
-  return { flags: defs.flags as unknown as FlagDefinition[], group_type_mapping: defs.groupTypeMapping, cohorts };
+  return { flags: defs.flags as unknown as FlagDefinition[], group_type_mapping: defs.groupTypeMapping, cohorts, property_matching_version: propertyMatchingVersion };
 }
 
 /** Compiled projects and the per-request stages; see the module doc. */
@@ -99,11 +101,14 @@ export class FlagsEngine {
     let e = this.cache.get(projectId);
     if (e !== undefined && (this.trusted || this.checked.has(projectId))) return e;
     const defs = this.store.definitions(projectId);
-    if (e === undefined || e.revision !== defs.revision) {
-      const timezone = this.store.project(projectId)?.timezone || 'UTC';
+    const project = this.store.project(projectId);
+    const matchingVersion = project?.settings?.property_matching_version === 2 ? 2 : 1;
+    if (e === undefined || e.revision !== defs.revision || e.matchingVersion !== matchingVersion) {
+      const timezone = project?.timezone || 'UTC';
       e = {
         revision: defs.revision,
-        compiled: compileProject(toCoreDefinitions(defs), { timezone }),
+        matchingVersion,
+        compiled: compileProject(toCoreDefinitions(defs, matchingVersion), { timezone }),
         hasFeatureFlags: defs.flags.some((f) => f.active && !f.deleted),
         hasContinuity: defs.flags.some((f) => f.active && !f.deleted && f.ensure_experience_continuity),
         groupTypeIndex: new Map(Object.entries(defs.groupTypeMapping).map(([i, name]) => [name, Number(i)])),

@@ -90,6 +90,12 @@ export interface CompileOptions {
    * control plane's validator; evaluation leaves it off to answer exactly as Rust does.
    */
   strict?: boolean;
+  /**
+   * The project's `property_matching_version` (the local-evaluation feed's field, a team
+   * setting in PostHog): 2 selects explicit boolean equality for `exact` / `is_not`
+   * (operators.ts); anything else is the legacy (Rust) matching.
+   */
+  matchingVersion?: number;
 }
 
 const hasOwn = Object.prototype.hasOwnProperty;
@@ -112,7 +118,7 @@ export function compilePropertyFilter(filter: PropertyFilter, opts: CompileOptio
   }
   const zone = resolveZone(opts.timezone);
   if (zone === null && opts.strict) throw new PropertyFilterError('timezone', `unknown timezone ${JSON.stringify(opts.timezone)}`);
-  const { present, missing } = compileOperator(operator, filter.value, { zone: zone ?? UTC_ZONE, strict: opts.strict === true });
+  const { present, missing } = compileOperator(operator, filter.value, { zone: zone ?? UTC_ZONE, strict: opts.strict === true, explicitBooleans: opts.matchingVersion === 2 });
   const gti = filter.group_type_index;
   if (gti !== undefined && gti !== null && !Number.isInteger(gti)) {
     throw new PropertyFilterError('group_type_index', 'group_type_index must be an integer or null');

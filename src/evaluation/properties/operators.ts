@@ -58,6 +58,8 @@ export interface OperatorContext {
   readonly zone: Zone;
   /** Throw {@link PropertyFilterError} where Rust only fails at match time (see errors.ts). */
   readonly strict: boolean;
+  /** `property_matching_version` 2: explicit boolean equality for `exact` / `is_not` ({@link exactMatcherV2}). */
+  readonly explicitBooleans?: boolean;
 }
 
 const alwaysFalse: PresentMatcher = () => false;
@@ -85,9 +87,9 @@ export function compileOperator(operator: string, value: unknown, ctx: OperatorC
     return FALSE;
   }
   switch (operator) {
-    case 'exact': return { present: exactMatcher(value), missing: false };
+    case 'exact': return { present: (ctx.explicitBooleans ? exactMatcherV2 : exactMatcher)(value), missing: false };
     case 'is_not': {
-      const eq = exactMatcher(value);
+      const eq = (ctx.explicitBooleans ? exactMatcherV2 : exactMatcher)(value);
       return { present: (a) => !eq(a, 0), missing: true };
     }
     case 'icontains': case 'not_icontains': {
@@ -199,6 +201,39 @@ function exactMatcher(value: unknown): PresentMatcher {
   }
   const target = unicodeLower(stringForm(value));
   return (a) => unicodeLower(stringForm(a)) === target;
+}
+
+/** A bool or "true"/"false" in any case: the only values explicit boolean equality compares as booleans. */
+function isBooleanScalar(v: unknown): boolean {
+  return typeof v === 'boolean' || (typeof v === 'string' && (isTrueText(v) || isFalseText(v)));
+}
+
+/** One member of an exact filter against the actual value, under explicit boolean equality. */
+function memberMatcherV2(member: unknown): PresentMatcher {
+  if (isBooleanScalar(member)) {
+    const want = isTruthy(member);
+    const text = unicodeLower(stringForm(member));
+    return (a) => (isBooleanScalar(a) ? isTruthy(a) === want : unicodeLower(stringForm(a)) === text);
+  }
+  const target = unicodeLower(stringForm(member));
+  return (a) => unicodeLower(stringForm(a)) === target;
+}
+
+/**
+ * `exact` under `property_matching_version` 2 ("explicit boolean equality", posthog-go's
+ * matching-version table): a boolean filter matches only a boolean or "true"/"false" text of
+ * the same truth (legacy read `false` as "anything not truthy", so `false` matched "banana",
+ * 0, "" and null); a non-empty list matches when any member does, members compared the same
+ * way; an empty list keeps the legacy reading (truthy actual); other values compare as
+ * case-insensitive text, as before.
+ */
+function exactMatcherV2(value: unknown): PresentMatcher {
+  if (Array.isArray(value)) {
+    if (value.length === 0) return (a) => isTruthy(a);
+    const members = value.map(memberMatcherV2);
+    return (a, now) => members.some((m) => m(a, now));
+  }
+  return memberMatcherV2(value);
 }
 
 // ---------------------------------------------------------------------------------------------
