@@ -20,6 +20,7 @@ export function evaluationNodeIndex(): Record<string, unknown> {
     flags: 'POST /flags/?v=2 (project API key in the body)',
     capture: 'POST /i/v0/e/, /e/, /batch/, /capture/',
     remote_config: 'GET /array/<project API key>/config',
+    openfeature: 'POST /ofrep/v1/evaluate/flags[/<key>] (OFREP; Authorization: Bearer <project API key>)',
     local_evaluation: 'GET /flags/definitions?token=<project API key> (personal API key)',
     management_api: 'on the control plane (SWITCHYARD_API_PORT, default 8000), not here',
     probes: ['/_health', '/_ready', '/metrics'],
@@ -28,7 +29,7 @@ export function evaluationNodeIndex(): Record<string, unknown> {
 
 /** Paths SDKs send to an evaluation node; on the management port they get {@link wrongPortDetail}. */
 export function isEvaluationPath(pathname: string): boolean {
-  return /^\/(flags|decide|e|i\/v0\/e|batch|capture|track|engage|s|array)(\/|$)/.test(pathname);
+  return /^\/(flags|decide|e|i\/v0\/e|batch|capture|track|engage|s|array|ofrep)(\/|$)/.test(pathname);
 }
 
 /** The 404 detail for an evaluation path on the management port. */

@@ -6,7 +6,7 @@
  */
 
 /** Route labels (stable: dashboards use them). */
-export type RouteLabel = 'flags' | 'decide' | 'definitions' | 'capture' | 'remote_config' | 'health' | 'ready' | 'metrics' | 'other';
+export type RouteLabel = 'flags' | 'decide' | 'definitions' | 'capture' | 'remote_config' | 'ofrep' | 'health' | 'ready' | 'metrics' | 'other';
 
 /**
  * Stages of a /flags request (STYLE.md rule 5; flags-handler.ts and pool/engine.ts): filter,

@@ -2,7 +2,7 @@
  * The evaluation node's routes (DESIGN.md "Evaluation node"): /flags and /decide (POST; OPTIONS
  * answers CORS preflights, cors.ts; anything else 405), the local-evaluation feed, capture (when
  * a handler is plugged in, capture-routes.ts), posthog-js's remote config (remote-config-routes.ts),
- * probes, and 404 in PostHog's shape for everything else.
+ * OpenFeature's OFREP (ofrep-handler.ts), probes, and 404 in PostHog's shape for everything else.
  */
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { errors } from '../../errors.js';
@@ -16,6 +16,7 @@ import { registerCaptureRoutes, type CaptureHandler } from './capture-routes.js'
 import { preflightHandler } from './cors.js';
 import { evaluationNodeIndex } from '../../where.js';
 import { registerRemoteConfigRoutes } from './remote-config-routes.js';
+import { registerOfrepRoutes } from './ofrep-handler.js';
 
 const FLAGS_PATHS = ['/flags', '/flags/'];
 const DECIDE_PATHS = ['/decide', '/decide/'];
@@ -38,6 +39,7 @@ export function registerRoutes(app: TemplatedApp, ctx: NodeHttpContext, capture?
   }
   registerCaptureRoutes(app, ctx, capture);
   registerRemoteConfigRoutes(app, ctx);
+  registerOfrepRoutes(app, ctx);
   app.get('/', (res, req) => new Exchange(res, ctx.metrics, 'other', req.getHeader('origin')).send(200, JSON.stringify(evaluationNodeIndex())));
   app.get('/_health', healthHandler(ctx));
   app.get('/_ready', readyHandler(ctx));
