@@ -9,13 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { PostHog } from 'posthog-node';
 import { waitFor } from '../support/wait.js';
 import { waitForHead } from '../support/sync.js';
-import { flags, startCluster, waitForEventsOnce, waitReady, type SystemCluster } from './support.js';
-
-async function createFlag(c: SystemCluster, body: Record<string, unknown>): Promise<{ id: number; key: string; version: number }> {
-  const r = await c.t.request('POST', `/api/projects/${c.t.projectId}/feature_flags/`, { body });
-  assert.equal(r.status, 201, r.text);
-  return r.body;
-}
+import { createFlag, flags, startCluster, waitForEventsOnce, waitReady, type SystemCluster } from './support.js';
 
 async function waitForFlag(c: SystemCluster, url: string, key: string): Promise<void> {
   await waitReady(url);

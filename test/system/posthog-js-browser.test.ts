@@ -17,7 +17,7 @@ import { createRequire } from 'node:module';
 import { chromium, type Browser } from 'playwright-core';
 import { freePort } from '../support/ports.js';
 import { waitFor } from '../support/wait.js';
-import { flags, startCluster, waitReady, type SystemCluster } from './support.js';
+import { createFlag, flags, startCluster, waitReady, type SystemCluster } from './support.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 /** Flags on the machine's closed network, as research found: no background fetches, no QUIC. */
@@ -41,12 +41,6 @@ async function startPageServer(): Promise<{ url: string; close(): Promise<void> 
   const port = await freePort();
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return { url: `http://127.0.0.1:${port}/`, close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }) };
-}
-
-async function createFlag(c: SystemCluster, body: Record<string, unknown>): Promise<{ id: number; key: string }> {
-  const r = await c.t.request('POST', `/api/projects/${c.t.projectId}/feature_flags/`, { body });
-  assert.equal(r.status, 201, r.text);
-  return r.body;
 }
 
 /** What the browser reports per flag: the value getFeatureFlag gives and the parsed payload. */

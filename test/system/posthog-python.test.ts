@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
-import { flags, startCluster, waitReady, type SystemCluster } from './support.js';
+import { createFlag, flags, startCluster, waitReady, type SystemCluster } from './support.js';
 import { waitFor } from '../support/wait.js';
 
 const USERS = 200;
@@ -59,11 +59,6 @@ function runPython(python: string, input: string): Promise<{ status: number | nu
     child.on('close', (status) => { clearTimeout(timer); resolve({ status, stdout, stderr }); });
     child.stdin.end(input);
   });
-}
-
-async function createFlag(c: SystemCluster, body: Record<string, unknown>): Promise<void> {
-  const r = await c.t.request('POST', `/api/projects/${c.t.projectId}/feature_flags/`, { body });
-  assert.equal(r.status, 201, r.text);
 }
 
 test('posthog-python agrees with /flags for 200 users, remotely and by local evaluation', { timeout: 600_000 }, async (t) => {

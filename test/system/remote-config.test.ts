@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PostHog } from 'posthog-node';
 import { waitFor } from '../support/wait.js';
-import { flags, get, startCluster, waitReady } from './support.js';
+import { createFlag, flags, get, startCluster, waitReady } from './support.js';
 
 test('project settings reach the nodes\' remote config; only booleans, only with project:write', async () => {
   const c = await startCluster();
@@ -50,11 +50,7 @@ test('F10 remote_config on the control plane and on a node, read by posthog-node
   try {
     const node = await c.startNode(c.tempDir());
     await waitReady(node.http.url);
-    const create = async (body: Record<string, unknown>) => {
-      const r = await c.t.request('POST', `/api/projects/${c.t.projectId}/feature_flags/`, { body });
-      assert.equal(r.status, 201, r.text);
-      return r.body as { id: number; key: string };
-    };
+    const create = (body: Record<string, unknown>) => createFlag(c, body);
     const rc = await create({ key: 'rc-theme', is_remote_configuration: true,
       filters: { groups: [{ properties: [], rollout_percentage: 100 }], payloads: { true: '{"theme":"dark","n":2}' } } });
     const plain = await create({ key: 'rc-plain', filters: { groups: [{ properties: [], rollout_percentage: 100 }], payloads: { true: '{"a":1}' } } });
@@ -104,9 +100,8 @@ test('property_matching_version 2 set on the project reaches the feeds and the n
   try {
     const node = await c.startNode(c.tempDir());
     await waitReady(node.http.url);
-    const r = await c.t.request('POST', `/api/projects/${c.t.projectId}/feature_flags/`, { body: { key: 'not-false',
-      filters: { groups: [{ properties: [{ key: 'beta', type: 'person', operator: 'exact', value: false }], rollout_percentage: 100 }] } } });
-    assert.equal(r.status, 201, r.text);
+    await createFlag(c, { key: 'not-false',
+      filters: { groups: [{ properties: [{ key: 'beta', type: 'person', operator: 'exact', value: false }], rollout_percentage: 100 }] } });
     const enabled = async () => (await flags(node.http.url, c.t.projectKey, 'u1', { person_properties: { beta: 'banana' } })).body.flags['not-false']?.enabled;
     await waitFor('the flag on the node', async () => (await enabled()) !== undefined, { timeoutMs: 20_000 });
     assert.equal(await enabled(), true, 'legacy: false matches anything not truthy');

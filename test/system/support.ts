@@ -141,6 +141,13 @@ export async function get(url: string): Promise<Reply> {
   return { status: res.status, body: parsed, text };
 }
 
+/** Creates a flag through the management API (F2); asserts 201 and returns the flag. */
+export async function createFlag(c: SystemCluster, body: Record<string, unknown>): Promise<{ id: number; key: string; version: number }> {
+  const r = await c.t.request('POST', `/api/projects/${c.t.projectId}/feature_flags/`, { body });
+  assert.equal(r.status, 201, r.text);
+  return r.body as { id: number; key: string; version: number };
+}
+
 /** `POST /flags?v=2` on `nodeUrl`. */
 export function flags(nodeUrl: string, token: string, distinctId: string, extra: Record<string, unknown> = {}): Promise<Reply> {
   return post(`${nodeUrl}/flags?v=2`, { api_key: token, distinct_id: distinctId, ...extra });
