@@ -3,7 +3,7 @@
  * snippet loads it), in Debian's headless Chromium on a page served from another origin, pointed
  * at a real node of a real cluster. Remote config (`config.js`), CORS preflights, /flags and
  * capture all cross origins; flags must equal what POST /flags answers for the same 200 users
- * (rollout, multivariate with payloads, person property, group property, inactive), and
+ * (rollout, multivariate with payloads, person property, group property, cohort, inactive), and
  * $pageview, $identify, a custom event and $feature_flag_called must reach Postgres, the event
  * definitions and the flag's `last_called_at`. Chromium is /usr/bin/chromium (the Makefile
  * installs Debian's package); playwright-core drives it and never downloads a browser.
@@ -17,6 +17,7 @@ import { createRequire } from 'node:module';
 import { chromium, type Browser } from 'playwright-core';
 import { freePort } from '../support/ports.js';
 import { waitFor } from '../support/wait.js';
+import { seedCohort } from '../support/seed.js';
 import { createFlag, flags, startCluster, waitReady, type SystemCluster } from './support.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -63,9 +64,11 @@ test('posthog-js in Chromium: remote config, flags equal to /flags, and every ev
     await createFlag(c, { key: 'bx-email', filters: { groups: [{ properties: [{ key: 'email', type: 'person', operator: 'icontains', value: '@example.com' }], rollout_percentage: 100 }] } });
     await createFlag(c, { key: 'bx-org-pro', filters: { aggregation_group_type_index: 0,
       groups: [{ properties: [{ key: 'plan', type: 'group', group_type_index: 0, operator: 'exact', value: ['pro'] }], rollout_percentage: 100 }] } });
-    const keys = ['bx-mv', 'bx-rollout', 'bx-off', 'bx-email', 'bx-org-pro'];
+    const cohort = await seedCohort(c.t.db.sql, c.t.projectId, 'x.com people'); // email icontains @x.com
+    await createFlag(c, { key: 'bx-cohort', filters: { groups: [{ properties: [{ key: 'id', type: 'cohort', value: cohort }], rollout_percentage: 100 }] } });
+    const keys = ['bx-mv', 'bx-rollout', 'bx-off', 'bx-email', 'bx-org-pro', 'bx-cohort'];
     await waitReady(node.http.url);
-    await waitFor('the node serving the flags', async () => (await flags(node.http.url, c.t.projectKey, 'probe')).body.flags?.['bx-rollout'] !== undefined, { timeoutMs: 30_000 });
+    await waitFor('the node serving the flags', async () => (await flags(node.http.url, c.t.projectKey, 'probe')).body.flags?.['bx-cohort'] !== undefined, { timeoutMs: 30_000 });
 
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
     const page = await browser.newPage();
@@ -81,7 +84,7 @@ test('posthog-js in Chromium: remote config, flags equal to /flags, and every ev
     // properties and a group (the default project's group type 0 is `organization`) set before
     // its first /flags request.
     const ids = Array.from({ length: USERS }, (_, i) => `browser-user-${i}`);
-    const person = (i: number) => ({ email: i % 3 === 0 ? `u${i}@example.com` : `u${i}@other.org` });
+    const person = (i: number) => ({ email: i % 3 === 0 ? `u${i}@example.com` : i % 3 === 1 ? `u${i}@x.com` : `u${i}@other.org` });
     const org = (i: number) => ({ key: `org-${i % 7}`, props: { plan: i % 2 === 0 ? 'pro' : 'free' } });
     const people = ids.map((_, i) => ({ person: person(i), org: org(i) }));
     const seen = await page.evaluate(async ({ token, host, ids, keys, people }) => {
@@ -118,7 +121,7 @@ test('posthog-js in Chromium: remote config, flags equal to /flags, and every ev
       }
       assert.deepEqual(seen[id], expected, id);
     }
-    for (const k of ['bx-mv', 'bx-rollout', 'bx-email', 'bx-org-pro']) {
+    for (const k of ['bx-mv', 'bx-rollout', 'bx-email', 'bx-org-pro', 'bx-cohort']) {
       const values = new Set(ids.map((id) => JSON.stringify(seen[id]![k]![0])));
       assert.ok(values.size >= 2, `${k} takes more than one value among the users: ${[...values].join(', ')}`);
     }

@@ -1,8 +1,8 @@
 /**
  * Issue 9: posthog-python, unchanged, against a real node: remote evaluation (`/flags`) and local
  * evaluation (the `/flags/definitions` feed with a personal API key) must both equal what POST
- * /flags answers, for 200 users across rollout, multivariate with payloads, person-property and
- * group flags. The SDK is installed by pip into a fresh venv (the machine's package index; the
+ * /flags answers, for 200 users across rollout, multivariate with payloads, person-property,
+ * group and cohort flags. The SDK is installed by pip into a fresh venv (the machine's package index; the
  * test is skipped, saying why, only when no index can provide it).
  */
 import { test } from 'node:test';
@@ -13,6 +13,7 @@ import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 import { createFlag, flags, startCluster, waitReady, type SystemCluster } from './support.js';
 import { waitFor } from '../support/wait.js';
+import { seedCohort } from '../support/seed.js';
 
 const USERS = 200;
 
@@ -77,10 +78,12 @@ test('posthog-python agrees with /flags for 200 users, remotely and by local eva
       await createFlag(c, { key: 'py-email', filters: { groups: [{ properties: [{ key: 'email', type: 'person', operator: 'icontains', value: '@example.com' }], rollout_percentage: 100 }] } });
       await createFlag(c, { key: 'py-org', filters: { aggregation_group_type_index: 0,
         groups: [{ properties: [{ key: 'plan', type: 'group', group_type_index: 0, operator: 'exact', value: ['pro'] }], rollout_percentage: 100 }] } });
-      const keys = ['py-mv', 'py-rollout', 'py-email', 'py-org'];
-      await waitFor('the node serving the flags', async () => (await flags(node.http.url, c.t.projectKey, 'probe')).body.flags?.['py-org'] !== undefined, { timeoutMs: 30_000 });
+      const cohort = await seedCohort(c.t.db.sql, c.t.projectId, 'x.com people'); // email icontains @x.com
+      await createFlag(c, { key: 'py-cohort', filters: { groups: [{ properties: [{ key: 'id', type: 'cohort', value: cohort }], rollout_percentage: 100 }] } });
+      const keys = ['py-mv', 'py-rollout', 'py-email', 'py-org', 'py-cohort'];
+      await waitFor('the node serving the flags', async () => (await flags(node.http.url, c.t.projectKey, 'probe')).body.flags?.['py-cohort'] !== undefined, { timeoutMs: 30_000 });
       const users = Array.from({ length: USERS }, (_, i) => ({
-        id: `py-user-${i}`, person: { email: i % 3 === 0 ? `u${i}@example.com` : `u${i}@other.org` },
+        id: `py-user-${i}`, person: { email: i % 3 === 0 ? `u${i}@example.com` : i % 3 === 1 ? `u${i}@x.com` : `u${i}@other.org` },
         org: `org-${i % 9}`, org_props: { plan: i % 2 === 0 ? 'pro' : 'free' },
       }));
       const personalKey = await c.t.createKey(['feature_flag:read']);
