@@ -55,6 +55,11 @@ export interface Config {
   /** Largest capture body once decoded (gunzip, base64), in bytes (413 above; issue 8 item 4). */
   readonly maxCaptureBodyBytes: number;
   /**
+   * Per-project requests per minute on a node's server-side feeds (`/flags/definitions` and
+   * remote_config; PostHog's 600/min/team; `SWITCHYARD_DEFINITIONS_RATE_PER_MINUTE`, 0 = off).
+   */
+  readonly definitionsRatePerMinute: number;
+  /**
    * Longest a pool task (one batch of /flags jobs) may run, in milliseconds; then its worker is
    * replaced and its requests answer 503 `evaluation_timeout` (issue 8 item 3).
    */
@@ -146,6 +151,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     evalTaskTimeoutMs: int(env, 'SWITCHYARD_EVAL_TASK_TIMEOUT_MS', 2_000, 1, 600_000),
     maxFlagsBodyBytes: int(env, 'SWITCHYARD_MAX_FLAGS_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxCaptureBodyBytes: int(env, 'SWITCHYARD_MAX_CAPTURE_BODY_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    definitionsRatePerMinute: int(env, 'SWITCHYARD_DEFINITIONS_RATE_PER_MINUTE', 600, 0, 1_000_000_000),
     geoipDbPath: str(env, 'SWITCHYARD_GEOIP_DB') ?? defaultGeoipDbPath(),
     bootstrapPersonalApiKey: prefixed(env, 'SWITCHYARD_BOOTSTRAP_PERSONAL_API_KEY', 'phx_'),
     bootstrapProjectApiKey: prefixed(env, 'SWITCHYARD_BOOTSTRAP_PROJECT_API_KEY', 'phc_'),

@@ -130,6 +130,13 @@ export const errors = {
   quotaLimited(): ApiError {
     return new ApiError(402, 'quota_limited', 'payment_required', 'You have exceeded your feature flag request quota');
   },
+  /**
+   * 429 throttled (research/posthog-management-api.md §5.4), with `Retry-After` in whole seconds.
+   */
+  throttled(retryAfterSeconds: number): ApiError {
+    const s = Math.max(1, Math.ceil(retryAfterSeconds));
+    return new ApiError(429, 'throttled_error', 'throttled', `Request was throttled. Expected available in ${s} seconds.`, null, { headers: { 'retry-after': String(s) } });
+  },
   /** 503: a node cannot accept more work (for example the capture outbox is full). */
   unavailable(code: string, detail: string): ApiError {
     return new ApiError(503, 'server_error', code, detail);

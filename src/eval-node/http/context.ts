@@ -7,6 +7,7 @@ import type { NodeStore } from '../store/lmdb.js';
 import type { Evaluator } from '../pool/index.js';
 import type { Metrics } from './metrics.js';
 import type { FlagUsage } from './usage.js';
+import type { TokenBuckets } from './rate-limit.js';
 import type { DefinitionsFeedCache } from '../../feed/definitions-feed.js';
 import type { ContinuityRecorder } from './continuity.js';
 
@@ -27,6 +28,8 @@ export interface NodeHttpContext {
   usage: FlagUsage;
   evaluator: Evaluator;
   feed: DefinitionsFeedCache;
+  /** Per-project rate limit of the server-side feeds (rate-limit.ts; config.definitionsRatePerMinute). */
+  feedLimiter: TokenBuckets;
   /** False when no GeoIP database could be opened: every job gets `ip: null`. */
   geoipEnabled: boolean;
   /** Whether a project's flags read `$geoip_*` properties at all (FlagsEngine.needsGeoip of the IO thread's engine). */

@@ -9,7 +9,8 @@
  * Errors in PostHog's shape: no key 401 `not_authenticated`; unknown key 401
  * `authentication_failed`; missing/unknown token 401 `missing_token`/`invalid_token`; other
  * organization or project outside scoped_teams 403 `permission_denied`; missing scope 403; quota
- * limited 402 `payment_required`.
+ * limited 402 `payment_required`; over the per-project rate (PostHog's 600/min/team, shared with
+ * remote_config; config.definitionsRatePerMinute) 429 `throttled` with `Retry-After`.
  * Caching: weak `ETag: W/"<definitions revision>[c][m2]"` (`c` = with cohorts, `m2` = property
  * matching version 2, a project setting outside the definitions revision), `Cache-Control:
  * private, must-revalidate`; a matching `If-None-Match` → 304 with no body.
@@ -79,5 +80,7 @@ export function authorizeFeedRequest(ctx: NodeHttpContext, authorization: string
   }
   if (!key.scopes.some((s) => FEED_SCOPES.has(s))) throw errors.missingScope('feature_flag:read');
   if (checkQuota && ctx.store.organization(project.organization_id)?.quota_limited === true) throw errors.quotaLimited();
+  const waitMs = ctx.feedLimiter.take(String(project.id));
+  if (waitMs > 0) throw errors.throttled(waitMs / 1000);
   return project;
 }

@@ -11,7 +11,7 @@ import type { Metrics, RouteLabel, Stage } from './metrics.js';
 const STATUS_TEXT: Record<number, string> = {
   200: '200 OK', 204: '204 No Content', 304: '304 Not Modified', 400: '400 Bad Request', 401: '401 Unauthorized',
   402: '402 Payment Required', 403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed',
-  413: '413 Payload Too Large', 500: '500 Internal Server Error', 503: '503 Service Unavailable',
+  413: '413 Payload Too Large', 429: '429 Too Many Requests', 500: '500 Internal Server Error', 503: '503 Service Unavailable',
 };
 
 /** `"200 OK"` style status line for uWS `writeStatus`. */

@@ -18,6 +18,7 @@ import { FlagsEngine, inlineEvaluator, poolEvaluator, type Evaluator } from '../
 import type { NodeHttpContext, SyncState } from './context.js';
 import { DefinitionsFeedCache } from '../../feed/definitions-feed.js';
 import { Metrics } from './metrics.js';
+import { TokenBuckets } from './rate-limit.js';
 import { registerRoutes } from './routes.js';
 import type { CaptureHandler } from './capture-routes.js';
 import { FlagUsage } from './usage.js';
@@ -116,6 +117,7 @@ export async function startNodeHttp(opts: NodeHttpOptions): Promise<NodeHttp> {
     metrics: new Metrics(),
     usage: new FlagUsage(),
     feed: new DefinitionsFeedCache(),
+    feedLimiter: new TokenBuckets(config.definitionsRatePerMinute, 60_000),
     geoipEnabled: bytes !== null,
     needsGeoip: (projectId) => engine.needsGeoip(projectId),
     syncState: opts.syncState ?? (opts.sync ? syncStateOf(opts.sync) : undefined),
