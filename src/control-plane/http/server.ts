@@ -43,7 +43,7 @@ export async function startHttpServer(deps: Deps, routes: readonly Route[], prob
       metrics.observe((res as { route?: string }).route ?? 'unmatched', req.method ?? 'GET', res.statusCode,
         Number(process.hrtime.bigint() - started) / 1e9);
     });
-    handle(deps, router, { ready: probes.ready, metrics: async () => metrics.render() + await probes.metrics() }, origin, req, res).catch((e) => {
+    handle(deps, router, { ready: probes.ready, metrics: async () => (await metrics.render()) + await probes.metrics() }, origin, req, res).catch((e) => {
       deps.log.error({ err: e }, 'unhandled error while replying');
       if (!res.headersSent) res.writeHead(500).end();
     });

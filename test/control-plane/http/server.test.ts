@@ -88,7 +88,9 @@ test('metrics: requests by route pattern and status, latency histogram, change-l
   assert.equal(r.status, 200);
   assert.match(text, /switchyard_api_requests_total\{route="\/api\/projects\/:project_id",method="GET",status="200"\} \d+/);
   assert.match(text, /switchyard_api_requests_total\{route="unmatched",method="GET",status="404"\} \d+/);
-  assert.match(text, /switchyard_api_request_duration_seconds_bucket\{route="\/api\/projects\/:project_id",le="\+Inf"\} \d+/);
+  // Label order is not meaningful in Prometheus text (prom-client writes `le` first).
+  assert.match(text, /switchyard_api_request_duration_seconds_bucket\{(?:route="\/api\/projects\/:project_id",le="\+Inf"|le="\+Inf",route="\/api\/projects\/:project_id")\} \d+/);
+  assert.match(text, /switchyard_api_process_cpu_seconds_total \d/, 'default process metrics');
   const [head] = await t.db.sql<{ r: number }[]>`SELECT max(revision) AS r FROM change_log`;
   assert.match(text, new RegExp(`switchyard_change_log_revision ${head!.r}\\n`));
   assert.equal(text.includes(t.personalKey), false, 'never key material');
