@@ -60,6 +60,16 @@ export interface Config {
    */
   readonly definitionsRatePerMinute: number;
   /**
+   * Management API requests per personal API key per minute (PostHog's burst limit, 480;
+   * `SWITCHYARD_API_BURST_RATE_PER_MINUTE`, 0 = off).
+   */
+  readonly apiBurstRatePerMinute: number;
+  /**
+   * Management API requests per personal API key per hour (PostHog's sustained limit, 4,800;
+   * `SWITCHYARD_API_SUSTAINED_RATE_PER_HOUR`, 0 = off).
+   */
+  readonly apiSustainedRatePerHour: number;
+  /**
    * Longest a pool task (one batch of /flags jobs) may run, in milliseconds; then its worker is
    * replaced and its requests answer 503 `evaluation_timeout` (issue 8 item 3).
    */
@@ -152,6 +162,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxFlagsBodyBytes: int(env, 'SWITCHYARD_MAX_FLAGS_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxCaptureBodyBytes: int(env, 'SWITCHYARD_MAX_CAPTURE_BODY_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     definitionsRatePerMinute: int(env, 'SWITCHYARD_DEFINITIONS_RATE_PER_MINUTE', 600, 0, 1_000_000_000),
+    apiBurstRatePerMinute: int(env, 'SWITCHYARD_API_BURST_RATE_PER_MINUTE', 480, 0, 1_000_000_000),
+    apiSustainedRatePerHour: int(env, 'SWITCHYARD_API_SUSTAINED_RATE_PER_HOUR', 4_800, 0, 1_000_000_000),
     geoipDbPath: str(env, 'SWITCHYARD_GEOIP_DB') ?? defaultGeoipDbPath(),
     bootstrapPersonalApiKey: prefixed(env, 'SWITCHYARD_BOOTSTRAP_PERSONAL_API_KEY', 'phx_'),
     bootstrapProjectApiKey: prefixed(env, 'SWITCHYARD_BOOTSTRAP_PROJECT_API_KEY', 'phc_'),

@@ -10,8 +10,10 @@ import { pageEnvelope, parseLimitOffset } from '../http/pages.js';
 import type { Deps, Reply, RequestContext, Route } from '../http/types.js';
 import { parseDefinitionListQuery } from './list-query.js';
 import { EventDefinitionService } from './service.js';
+import { BY_NAME_QUERY, DEFINITION_BODY, DEFINITION_LIST_QUERY, DEFINITION_PARAMS, DEFINITIONS_PARAMS } from './schemas.js';
 
 const BASE = '/api/projects/:project_id/event_definitions';
+const TAGS = ['event_definitions'] as const;
 
 /** Routes of the event-definitions resource. */
 export function eventDefinitionRoutes(deps: Deps): Route[] {
@@ -23,6 +25,7 @@ export function eventDefinitionRoutes(deps: Deps): Route[] {
   return [
     {
       method: 'GET', path: BASE, scope: 'event_definition:read',
+      schema: { summary: 'List event definitions (D1)', tags: TAGS, params: DEFINITIONS_PARAMS, querystring: DEFINITION_LIST_QUERY, validatedBy: 'service' },
       async handler(ctx) {
         const q = parseDefinitionListQuery(ctx.query);
         const { limit, offset } = parseLimitOffset(ctx.query);
@@ -32,20 +35,29 @@ export function eventDefinitionRoutes(deps: Deps): Route[] {
     },
     {
       method: 'GET', path: `${BASE}/by_name`, scope: 'event_definition:read',
+      schema: { summary: 'Retrieve an event definition by name', tags: TAGS, params: DEFINITIONS_PARAMS, querystring: BY_NAME_QUERY, validatedBy: 'service' },
       async handler(ctx) {
         return { status: 200, body: await service.getByName(ctx.project.id, ctx.query.get('name')) };
       },
     },
     {
       method: 'GET', path: `${BASE}/:id`, scope: 'event_definition:read',
+      schema: { summary: 'Retrieve an event definition (D2)', tags: TAGS, params: DEFINITION_PARAMS, validatedBy: 'service' },
       async handler(ctx) {
         return { status: 200, body: await service.get(ctx.project.id, ctx.params.id ?? '') };
       },
     },
-    { method: 'PATCH', path: `${BASE}/:id`, scope: 'event_definition:write', handler: update },
-    { method: 'PUT', path: `${BASE}/:id`, scope: 'event_definition:write', handler: update },
+    {
+      method: 'PATCH', path: `${BASE}/:id`, scope: 'event_definition:write', handler: update,
+      schema: { summary: 'Update an event definition (D3)', tags: TAGS, params: DEFINITION_PARAMS, body: DEFINITION_BODY, validatedBy: 'service' },
+    },
+    {
+      method: 'PUT', path: `${BASE}/:id`, scope: 'event_definition:write', handler: update,
+      schema: { summary: 'Update an event definition (same as PATCH)', tags: TAGS, params: DEFINITION_PARAMS, body: DEFINITION_BODY, validatedBy: 'service' },
+    },
     {
       method: 'DELETE', path: `${BASE}/:id`, scope: 'event_definition:write',
+      schema: { summary: 'Delete an event definition (D4)', tags: TAGS, params: DEFINITION_PARAMS, validatedBy: 'service' },
       async handler(ctx) {
         await service.delete(ctx.project.id, ctx.auth.userId, ctx.params.id ?? '');
         return { status: 204 };
@@ -53,6 +65,7 @@ export function eventDefinitionRoutes(deps: Deps): Route[] {
     },
     {
       method: 'GET', path: `${BASE}/:id/metrics`, scope: 'event_definition:read',
+      schema: { summary: 'Volume metrics of an event definition (D5)', tags: TAGS, params: DEFINITION_PARAMS, validatedBy: 'service' },
       async handler(ctx) {
         return { status: 200, body: await service.metrics(ctx.project.id, ctx.params.id ?? '') };
       },

@@ -14,6 +14,7 @@ import type { Sql } from '../db/connect.js';
 import { cohortEntity, featureFlagEntity, type FeatureFlagRow } from '../change-log/entities.js';
 import { buildDefinitionsFeed } from '../../feed/definitions-feed.js';
 import type { Deps, Route } from '../http/types.js';
+import { FLAGS_PARAMS, LOCAL_EVALUATION_QUERY } from './schemas.js';
 
 /** True for `?send_cohorts`, `?send_cohorts=true|1|yes` (PostHog's boolean query parsing). */
 export function sendCohortsParam(query: URLSearchParams): boolean {
@@ -41,7 +42,8 @@ export async function localEvaluationBody(sql: Sql, projectId: number, sendCohor
 /** The F15 route. */
 export function localEvaluationRoutes(deps: Deps): Route[] {
   return [{
-    method: 'GET', path: '/api/projects/:project_id/feature_flags/local_evaluation', scope: 'feature_flag:read',
+    method: 'GET', path: '/api/projects/:project_id/feature_flags/local_evaluation', scope: 'feature_flag:read', throttle: 'project_feed',
+    schema: { summary: 'Local-evaluation feed for server SDKs (F15)', tags: ['feature_flags'], params: FLAGS_PARAMS, querystring: LOCAL_EVALUATION_QUERY, validatedBy: 'service' },
     async handler(ctx) {
       const [org] = await deps.sql<{ quota_limited: boolean }[]>`SELECT quota_limited FROM organizations WHERE id = ${ctx.project.organization_id}`;
       if (org?.quota_limited) throw errors.quotaLimited();

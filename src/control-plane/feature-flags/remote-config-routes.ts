@@ -5,12 +5,14 @@
  * The rule itself is src/feed/flag-remote-config.ts, shared with nodes.
  */
 import type { Deps, Route } from '../http/types.js';
+import { FLAG_PARAMS } from './schemas.js';
 import { findByIdOrKey, remoteConfigAnswer, type RemoteConfigFlag } from '../../feed/flag-remote-config.js';
 
 /** The F10 route. */
 export function featureFlagRemoteConfigRoutes(deps: Deps): Route[] {
   return [{
     method: 'GET', path: '/api/projects/:project_id/feature_flags/:id/remote_config', scope: 'feature_flag:read',
+    schema: { summary: 'Payload of a remote-configuration flag, by id or key (F10)', tags: ['feature_flags'], params: FLAG_PARAMS, validatedBy: 'service' },
     async handler(ctx) {
       const raw = ctx.params.id ?? '';
       const byId = /^\d{1,15}$/.test(raw);

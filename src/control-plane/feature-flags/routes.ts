@@ -17,8 +17,10 @@ import { pageEnvelope, parseLimitOffset } from '../http/pages.js';
 import type { Deps, Reply, RequestContext, Route } from '../http/types.js';
 import { parseFlagListQuery } from './list-query.js';
 import { FeatureFlagService, type ActivityPage } from './service.js';
+import { ACTIVITY_QUERY, FLAG_BODY, FLAG_LIST_QUERY, FLAG_PARAMS, FLAGS_PARAMS } from './schemas.js';
 
 const BASE = '/api/projects/:project_id/feature_flags';
+const TAGS = ['feature_flags'] as const;
 /** Activity pages (research §2.1): `limit` default 10, `page` default 1, both ≥ 1. */
 const ACTIVITY_DEFAULT_LIMIT = 10;
 
@@ -77,6 +79,7 @@ export function featureFlagRoutes(deps: Deps): Route[] {
   return [
     {
       method: 'GET', path: BASE, scope: 'feature_flag:read',
+      schema: { summary: 'List feature flags (F1)', tags: TAGS, params: FLAGS_PARAMS, querystring: FLAG_LIST_QUERY, validatedBy: 'service' },
       async handler(ctx) {
         const q = parseFlagListQuery(ctx.query);
         const { limit, offset } = parseLimitOffset(ctx.query);
@@ -86,30 +89,41 @@ export function featureFlagRoutes(deps: Deps): Route[] {
     },
     {
       method: 'POST', path: BASE, scope: 'feature_flag:write',
+      schema: { summary: 'Create a feature flag (F2)', tags: TAGS, params: FLAGS_PARAMS, body: FLAG_BODY, validatedBy: 'service' },
       async handler(ctx) {
         return { status: 201, body: await service.create(ctx.project.id, ctx.auth.userId, ctx.body === undefined ? {} : ctx.body) };
       },
     },
     {
       method: 'GET', path: `${BASE}/activity`, scope: 'activity_log:read',
+      schema: { summary: 'Activity log of every flag of the project (F12)', tags: TAGS, params: FLAGS_PARAMS, querystring: ACTIVITY_QUERY, validatedBy: 'service' },
       handler: (ctx) => activity(ctx, null),
     },
     {
       method: 'GET', path: `${BASE}/:id`, scope: 'feature_flag:read',
+      schema: { summary: 'Retrieve a feature flag (F3)', tags: TAGS, params: FLAG_PARAMS, validatedBy: 'service' },
       async handler(ctx) {
         return { status: 200, body: await service.get(ctx.project.id, flagId(ctx)) };
       },
     },
-    { method: 'PATCH', path: `${BASE}/:id`, scope: 'feature_flag:write', handler: update },
-    { method: 'PUT', path: `${BASE}/:id`, scope: 'feature_flag:write', handler: update },
+    {
+      method: 'PATCH', path: `${BASE}/:id`, scope: 'feature_flag:write', handler: update,
+      schema: { summary: 'Update a feature flag (F4)', tags: TAGS, params: FLAG_PARAMS, body: FLAG_BODY, validatedBy: 'service' },
+    },
+    {
+      method: 'PUT', path: `${BASE}/:id`, scope: 'feature_flag:write', handler: update,
+      schema: { summary: 'Update a feature flag (same as PATCH)', tags: TAGS, params: FLAG_PARAMS, body: FLAG_BODY, validatedBy: 'service' },
+    },
     {
       method: 'DELETE', path: `${BASE}/:id`, scope: 'feature_flag:write',
+      schema: { summary: 'Refused with 405: soft-delete with PATCH {"deleted": true} (F5)', tags: TAGS, params: FLAG_PARAMS, validatedBy: 'service' },
       async handler() {
         throw errors.deleteForbidden(); // hard delete is forbidden: PATCH {"deleted": true} (spec §7)
       },
     },
     {
       method: 'GET', path: `${BASE}/:id/activity`, scope: 'activity_log:read',
+      schema: { summary: 'Activity log of one flag (F6)', tags: TAGS, params: FLAG_PARAMS, querystring: ACTIVITY_QUERY, validatedBy: 'service' },
       async handler(ctx) {
         const raw = ctx.params.id ?? '';
         return /^\d{1,15}$/.test(raw) ? activity(ctx, Number(raw)) : { status: 404 };

@@ -8,6 +8,7 @@
  * `last_called_at` comes from ingestion of `$feature_flag_called` (ingestion/flag-usage.ts).
  */
 import type { Deps, Route } from '../http/types.js';
+import { FLAG_PARAMS } from './schemas.js';
 import { getFlag } from './store.js';
 import { flagStatus, isFullyRolledOut, STALE_DAYS, type StatusInput } from './status.js';
 import type { Filters } from './types.js';
@@ -69,6 +70,7 @@ export function flagStatusWithReason(flag: StatusInput | null, now: Date = new D
 export function featureFlagStatusRoutes(deps: Deps): Route[] {
   return [{
     method: 'GET', path: '/api/projects/:project_id/feature_flags/:id/status', scope: 'feature_flag:read',
+    schema: { summary: 'Status of a flag: active, stale, inactive, deleted (F11)', tags: ['feature_flags'], params: FLAG_PARAMS, validatedBy: 'service' },
     async handler(ctx) {
       const raw = ctx.params.id ?? '';
       const flag = /^\d{1,15}$/.test(raw) ? await getFlag(deps.sql, ctx.project.id, Number(raw)) : null;

@@ -1,20 +1,30 @@
 /**
- * The control plane's HTTP server (node:http; the management API is low-volume, so the
- * well-kept standard library beats a faster native server here). Each request runs the
- * stages: route → authenticate → scope → project → body → handler → reply. An ApiError at
- * any stage becomes PostHog's `{type, code, detail, attr}`; anything else is logged with the
- * request id and answered with a generic 500, and the process keeps serving.
+ * The control plane's HTTP server: the management API on fastify (issue 10 item 1). Each
+ * declared {@link Route} becomes a fastify route whose request runs:
+ *
+ *   route match → authenticate → scope → rate limit → project → body (JSON, size-limited) →
+ *   schema validation → handler → reply
+ *
+ * Authentication, scope and project run in the route's `onRequest` hook, so a request without
+ * a valid key or scope is refused before its body is read. An ApiError at any stage becomes
+ * PostHog's `{type, code, detail, attr}` (./error-handler.ts); anything else is logged with the
+ * request id and answered with a generic 500, and the process keeps serving. Every answer
+ * carries `x-request-id` and the security headers (nosniff, no-store unless the route sets its
+ * own cache policy). `GET /api/schema/` serves the OpenAPI document (./openapi.ts).
  */
-import http from 'node:http';
 import crypto from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { controlPlaneIndex, isEvaluationPath, wrongPortDetail } from '../../where.js';
-import type { AddressInfo } from 'node:net';
-import { errors, isApiError, type ApiError } from '../../errors.js';
+import { errors, type ApiError } from '../../errors.js';
 import { authenticate, requireScope, resolveProject } from './auth.js';
-import { parseJsonBody, readBody } from './body.js';
-import { Router } from './router.js';
+import { BODY_METHODS, parseJsonBody } from './json-body.js';
 import { ApiMetrics } from './metrics.js';
-import type { Deps, ProjectRow, Reply, RequestContext, Route } from './types.js';
+import { toApiError } from './error-handler.js';
+import { compileValidator, type RequestPart } from './validation.js';
+import { addSchemaRoute, registerOpenApi, routeSchema } from './openapi.js';
+import { methodNotAllowedRoutes, normalisePattern } from './method-not-allowed.js';
+import { registerRateLimits, type Throttle } from './rate-limit.js';
+import type { AuthContext, Deps, ProjectRow, Reply, RequestContext, Route } from './types.js';
 
 /** A running HTTP server. */
 export interface RunningHttp {
@@ -31,124 +41,164 @@ export interface Probes {
   metrics(): Promise<string>;
 }
 
-/** Starts the management API on `deps.config.host:port` serving `routes`. */
-export async function startHttpServer(deps: Deps, routes: readonly Route[], probes: Probes, port: number): Promise<RunningHttp> {
-  const router = new Router(routes);
-  const metrics = new ApiMetrics();
-  /** Origin of absolute links (next/previous): the configured public URL, else the bind address; never the Host header. */
-  let origin = deps.config.apiUrl ?? `http://${deps.config.host}:${port}`;
-  const server = http.createServer((req, res) => {
-    const started = process.hrtime.bigint();
-    res.once('finish', () => {
-      metrics.observe((res as { route?: string }).route ?? 'unmatched', req.method ?? 'GET', res.statusCode,
-        Number(process.hrtime.bigint() - started) / 1e9);
-    });
-    handle(deps, router, { ready: probes.ready, metrics: async () => (await metrics.render()) + await probes.metrics() }, origin, req, res).catch((e) => {
-      deps.log.error({ err: e }, 'unhandled error while replying');
-      if (!res.headersSent) res.writeHead(500).end();
-    });
-  });
-  server.keepAliveTimeout = 65_000;
-  server.requestTimeout = 60_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, deps.config.host, () => resolve());
-  });
-  const actual = (server.address() as AddressInfo).port;
-  origin = deps.config.apiUrl ?? `http://${deps.config.host.includes(':') ? `[${deps.config.host}]` : deps.config.host}:${actual}`;
-  return {
-    port: actual,
-    url: `http://${deps.config.host}:${actual}`,
-    close: () => new Promise((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
-  };
+/** What the `onRequest` stage learned, for the handler. */
+interface Resolved { url: URL; auth: AuthContext; project: ProjectRow | undefined }
+
+declare module 'fastify' {
+  interface FastifyRequest { resolved: Resolved | null }
+  interface FastifyContextConfig {
+    /** The declared pattern, the `route` label of the metrics. */
+    pattern?: string;
+    /** True on routes whose body is never read (405 answers, probes). */
+    noBody?: boolean;
+  }
 }
 
-const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT']);
 /**
  * On every management answer (issue 8 item 8): browsers must not sniff JSON into HTML, and no
- * cache may keep answers that hold flags and keys. A route may override (ETag feeds).
+ * cache may keep answers that hold flags and keys. A route may set its own (ETag feeds).
  */
 const SECURITY_HEADERS: Readonly<Record<string, string>> = { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' };
+/** Version named in the OpenAPI document. */
+const API_VERSION = '1.0.0';
 
-async function handle(deps: Deps, router: Router, probes: Probes, origin: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-  const requestId = crypto.randomUUID();
-  const method = req.method ?? 'GET';
-  let url: URL;
-  try {
-    // The Host header is the client's to choose: links are built on the configured origin (issue 8 item 8).
-    url = new URL(req.url ?? '/', origin);
-  } catch {
-    return send(res, requestId, { status: 400, body: errors.badRequest('invalid_url', 'Malformed request URL.').toBody() });
+/** Starts the management API on `deps.config.host:port` serving `routes`. */
+export async function startHttpServer(deps: Deps, routes: readonly Route[], probes: Probes, port: number): Promise<RunningHttp> {
+  const notAllowed = methodNotAllowedRoutes(routes); // throws on a duplicate route before anything starts
+  const metrics = new ApiMetrics();
+  const limit = deps.config.maxApiBodyBytes;
+  /** Origin of absolute links (next/previous): the configured public URL, else the bind address; never the Host header. */
+  let origin = deps.config.apiUrl ?? `http://${deps.config.host}:${port}`;
+
+  const app = Fastify({
+    logger: false,
+    genReqId: () => crypto.randomUUID(),
+    requestIdHeader: false,
+    bodyLimit: limit,
+    exposeHeadRoutes: false,
+    routerOptions: { ignoreTrailingSlash: true },
+    keepAliveTimeout: 65_000,
+    requestTimeout: 60_000,
+    forceCloseConnections: true,
+    frameworkErrors: (err, req, reply) => { fail(deps, limit, err, req, reply); },
+  });
+  app.decorateRequest('resolved', null);
+  app.setValidatorCompiler(({ schema, httpPart }) => compileValidator(schema as Record<string, unknown>, (httpPart ?? 'body') as RequestPart));
+  // Handlers send JSON text themselves; response schemas only document.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (req, raw, done) => {
+    if (req.is404 || req.routeOptions.config.noBody || !BODY_METHODS.has(req.method)) { done(null, undefined); return; }
+    try { done(null, parseJsonBody(raw as Buffer, req.headers['content-type'])); } catch (e) { done(e as Error, undefined); }
+  });
+  app.setErrorHandler((err, req, reply) => { fail(deps, limit, err, req, reply); });
+  app.setNotFoundHandler((req, reply) => {
+    const path = req.url.split('?')[0] ?? '/';
+    sendError(reply, errors.notFound(isEvaluationPath(path) ? wrongPortDetail(path) : undefined));
+  });
+  app.addHook('onSend', async (req, reply, payload) => {
+    reply.header('x-request-id', req.id);
+    for (const [k, v] of Object.entries(SECURITY_HEADERS)) if (!reply.hasHeader(k)) reply.header(k, v);
+    return payload;
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    metrics.observe(req.routeOptions.config.pattern ?? 'unmatched', req.method, reply.statusCode, reply.elapsedTime / 1000);
+  });
+
+  const throttle = await registerRateLimits(app, {
+    burstPerMinute: deps.config.apiBurstRatePerMinute,
+    sustainedPerHour: deps.config.apiSustainedRatePerHour,
+    feedPerMinute: deps.config.definitionsRatePerMinute,
+  });
+  await registerOpenApi(app, API_VERSION);
+  addProbeRoutes(app, { ready: probes.ready, metrics: async () => (await metrics.render()) + await probes.metrics() });
+  addSchemaRoute(app);
+  for (const route of routes) addRoute(app, deps, route, throttle, () => origin);
+  for (const m of notAllowed) {
+    app.route({
+      method: m.method, url: m.path, schema: { hide: true } as object, config: { pattern: m.path, noBody: true },
+      handler: async (req, reply) => { sendError(reply, errors.methodNotAllowed(req.method, m.allow)); },
+    });
   }
-  if (method === 'GET' && (url.pathname === '/_health' || url.pathname === '/_ready' || url.pathname === '/metrics')) {
-    return probe(probes, url.pathname, res);
-  }
-  if (method === 'GET' && url.pathname === '/') { drain(req); return send(res, requestId, { status: 200, body: controlPlaneIndex() }); }
-  if (isEvaluationPath(url.pathname)) { drain(req); return send(res, requestId, { status: 404, body: errors.notFound(wrongPortDetail(url.pathname)).toBody() }); }
-  try {
-    const match = router.match(method, url.pathname);
-    if (match.kind === 'not_found') { drain(req); throw errors.notFound(); }
-    if (match.kind === 'method_not_allowed') { drain(req); throw errors.methodNotAllowed(method, match.allow); }
-    (res as { route?: string }).route = match.route.path;
-    const auth = await authenticate(deps.sql, req.headers, url.searchParams);
-    if (match.route.scope) requireScope(auth, match.route.scope);
-    let project: ProjectRow | undefined;
-    if (match.params.project_id !== undefined) project = await resolveProject(deps.sql, auth, match.params.project_id, url.searchParams.get('token'));
-    let body: unknown;
-    if (BODY_METHODS.has(method)) body = parseJsonBody(await readBody(req, deps.config.maxApiBodyBytes), req.headers['content-type']);
-    else drain(req);
-    const ctx: RequestContext = {
-      method, url, params: match.params, query: url.searchParams, headers: req.headers, body, auth,
-      project: project as ProjectRow, requestId,
-    };
-    send(res, requestId, await match.route.handler(ctx));
-  } catch (e) {
-    const err: ApiError = isApiError(e) ? e : isDataException(e)
-      ? errors.badRequest('invalid_input', 'A value in the request is out of range or holds characters that cannot be stored (such as NUL).')
-      : errors.internal();
-    if (!isApiError(e) && err.status >= 500) deps.log.error({ err: e, request_id: requestId, method, path: url.pathname }, 'request failed');
-    else if (err.status >= 500) deps.log.error({ request_id: requestId, code: err.code }, err.message);
-    else deps.log.info({ request_id: requestId, status: err.status, code: err.code, path: url.pathname }, err.message);
-    if (err.status === 413) res.setHeader('connection', 'close');
-    send(res, requestId, { status: err.status, body: err.empty ? undefined : err.toBody(), headers: { ...err.headers } });
-  }
+
+  await app.listen({ port, host: deps.config.host });
+  const actual = (app.server.address() as { port: number }).port;
+  origin = deps.config.apiUrl ?? `http://${deps.config.host.includes(':') ? `[${deps.config.host}]` : deps.config.host}:${actual}`;
+  return { port: actual, url: `http://${deps.config.host}:${actual}`, close: () => app.close() };
 }
 
-/**
- * True for a Postgres data exception (SQLSTATE class 22: a NUL byte, an id beyond bigint, text
- * that is not a number): the request's values, not the server, are at fault, so it is a 400
- * (issue 8 item 8) rather than a 500.
- */
-function isDataException(e: unknown): boolean {
-  const code = (e as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code);
+/** Registers one declared route with its auth stage and handler. */
+function addRoute(app: FastifyInstance, deps: Deps, route: Route, throttle: Throttle, origin: () => string): void {
+  const pattern = normalisePattern(route.path);
+  app.route({
+    method: route.method,
+    url: pattern,
+    schema: routeSchema(route),
+    ...(route.schema?.validatedBy === 'service' ? { validatorCompiler: () => () => true } : {}),
+    config: { pattern },
+    onRequest: async (req) => {
+      let url: URL;
+      try {
+        // The Host header is the client's to choose: links are built on the configured origin (issue 8 item 8).
+        url = new URL(req.url, origin());
+      } catch {
+        throw errors.badRequest('invalid_url', 'Malformed request URL.');
+      }
+      const auth = await authenticate(deps.sql, req.headers, url.searchParams);
+      if (route.scope) requireScope(auth, route.scope);
+      const feed = route.throttle === 'project_feed';
+      if (!feed) await throttle(req, auth, null, 'personal_key');
+      const rawProject = (req.params as Record<string, string>).project_id;
+      const project = rawProject === undefined ? undefined : await resolveProject(deps.sql, auth, rawProject, url.searchParams.get('token'));
+      if (feed) await throttle(req, auth, project?.id ?? null, 'project_feed');
+      req.resolved = { url, auth, project };
+    },
+    // DRF reads an empty body as `{}`, so a schema's `required` names the missing fields.
+    ...(route.schema?.body && route.schema.validatedBy !== 'service' ? {
+      preValidation: async (req: FastifyRequest) => { if (req.body === undefined) req.body = {}; },
+    } : {}),
+    handler: async (req, reply) => {
+      const r = req.resolved!;
+      const ctx: RequestContext = {
+        method: req.method, url: r.url, params: req.params as Record<string, string>, query: r.url.searchParams,
+        headers: req.headers, body: req.body, auth: r.auth, project: r.project as ProjectRow, requestId: req.id,
+      };
+      send(reply, await route.handler(ctx));
+    },
+  });
 }
 
-function drain(req: http.IncomingMessage): void {
-  req.resume();
-}
-
-function send(res: http.ServerResponse, requestId: string, reply: Reply): void {
-  if (res.headersSent) return;
-  const headers: Record<string, string> = { 'x-request-id': requestId, ...SECURITY_HEADERS, ...(reply.headers ?? {}) };
-  if (reply.body === undefined) {
-    res.writeHead(reply.status, { ...headers, 'content-length': '0' }).end();
-    return;
-  }
-  const text = JSON.stringify(reply.body);
-  res.writeHead(reply.status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...headers }).end(text);
-}
-
-async function probe(probes: Probes, path: string, res: http.ServerResponse): Promise<void> {
-  if (path === '/_health') {
-    res.writeHead(200, { 'content-type': 'application/json', ...SECURITY_HEADERS }).end('{"status":"ok"}');
-  } else if (path === '/_ready') {
+/** Unauthenticated probes and the index, hidden from the OpenAPI document. */
+function addProbeRoutes(app: FastifyInstance, probes: Probes): void {
+  const hidden = { schema: { hide: true } as object, config: { noBody: true } };
+  app.get('/_health', hidden, async (_req, reply) => reply.type('application/json').send('{"status":"ok"}'));
+  app.get('/_ready', hidden, async (_req, reply) => {
     const ok = await probes.ready().catch(() => false);
-    res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json', ...SECURITY_HEADERS }).end(JSON.stringify({ ready: ok }));
-  } else {
-    res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(await probes.metrics());
-  }
+    return reply.code(ok ? 200 : 503).type('application/json').send(JSON.stringify({ ready: ok }));
+  });
+  app.get('/metrics', hidden, async (_req, reply) => reply.type('text/plain; version=0.0.4').send(await probes.metrics()));
+  app.get('/', hidden, async (_req, reply) => { send(reply, { status: 200, body: controlPlaneIndex() }); });
+}
+
+/** Answers an error: logs what the operator needs, sends PostHog's body. */
+function fail(deps: Deps, limit: number, e: unknown, req: FastifyRequest, reply: FastifyReply): void {
+  const { error, expected } = toApiError(e, limit);
+  const path = req.url.split('?')[0];
+  if (!expected) deps.log.error({ err: e, request_id: req.id, method: req.method, path }, 'request failed');
+  else if (error.status >= 500) deps.log.error({ request_id: req.id, code: error.code }, error.message);
+  else deps.log.info({ request_id: req.id, status: error.status, code: error.code, path }, error.message);
+  if (error.status === 413) reply.header('connection', 'close');
+  sendError(reply, error);
+}
+
+function sendError(reply: FastifyReply, error: ApiError): void {
+  send(reply, { status: error.status, body: error.empty ? undefined : error.toBody(), headers: { ...error.headers } });
+}
+
+function send(reply: FastifyReply, r: Reply): void {
+  if (reply.sent) return;
+  reply.code(r.status);
+  if (r.headers) reply.headers(r.headers);
+  if (r.body === undefined) { reply.removeHeader('content-type'); reply.send(); return; }
+  reply.type('application/json').send(JSON.stringify(r.body));
 }

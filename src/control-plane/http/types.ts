@@ -56,6 +56,34 @@ export interface Reply {
 /** HTTP methods the management API routes. */
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
+/** A JSON Schema (draft 2020-12, as OpenAPI 3.1 uses) describing one part of a request. */
+export type JsonSchema = Readonly<Record<string, unknown>>;
+
+/**
+ * What a route declares about itself for validation and for the OpenAPI document served at
+ * `GET /api/schema/` (issue 10 items 1–2). `params`, `querystring` and `body` are JSON Schemas
+ * of objects.
+ */
+export interface RouteSchema {
+  /** One line for the operation list, e.g. `List feature flags`. */
+  summary: string;
+  description?: string;
+  /** OpenAPI tags (the resource: `feature_flags`, `projects`, …). */
+  tags?: readonly string[];
+  params?: JsonSchema;
+  querystring?: JsonSchema;
+  body?: JsonSchema;
+  /**
+   * Who validates the request. `schema` (default): ajv checks params, query and body before the
+   * handler, failures answer PostHog's 400 with DRF wording (src/control-plane/http/validation.ts).
+   * `service`: the schemas only document; the service validates, because the rule is one JSON
+   * Schema cannot state (DRF's coercions such as `"true"` for a boolean, lenient pagination that
+   * falls back to defaults, PostHog's own messages and field order; research
+   * posthog-management-api.md §1.2).
+   */
+  validatedBy?: 'schema' | 'service';
+}
+
 /**
  * A route: `path` uses `:name` segments (`/api/projects/:project_id/feature_flags/:id`); a
  * trailing slash is optional when matching and literal segments win over parameters.
@@ -66,6 +94,13 @@ export interface Route {
   method: Method;
   path: string;
   scope: string | null;
+  /** Documentation and validation; a route without one is still served and listed by method and path. */
+  schema?: RouteSchema;
+  /**
+   * The rate limit the route draws from: `personal_key` (default; PostHog's burst and sustained
+   * limits per key) or `project_feed` (the local-evaluation feed's per-project limit).
+   */
+  throttle?: 'personal_key' | 'project_feed';
   handler(ctx: RequestContext): Promise<Reply>;
 }
 

@@ -7,6 +7,7 @@
  */
 import { errors } from '../../errors.js';
 import type { Deps, Route } from '../http/types.js';
+import { object, str } from '../http/schema-parts.js';
 import { listPersonalApiKeys, revokePersonalApiKey, type PersonalApiKeyListing } from './store.js';
 
 /** PostHog's PersonalAPIKeySerializer shape (without `value`, shown only at creation). */
@@ -18,6 +19,9 @@ export function serializePersonalApiKey(k: PersonalApiKeyListing): Record<string
   };
 }
 
+const TAGS = ['personal_api_keys'] as const;
+const KEY_PARAMS = object({ id: str('Personal API key id.') }, ['id']);
+
 /** Routes of the personal API keys resource. */
 export function personalApiKeyRoutes(deps: Deps): Route[] {
   const own = async (userId: number, id: string): Promise<PersonalApiKeyListing> => {
@@ -28,18 +32,21 @@ export function personalApiKeyRoutes(deps: Deps): Route[] {
   return [
     {
       method: 'GET', path: '/api/personal_api_keys', scope: 'user:read',
+      schema: { summary: 'List the calling user\'s personal API keys', tags: TAGS },
       async handler(ctx) {
         return { status: 200, body: (await listPersonalApiKeys(deps.sql, ctx.auth.userId)).map(serializePersonalApiKey) };
       },
     },
     {
       method: 'GET', path: '/api/personal_api_keys/:id', scope: 'user:read',
+      schema: { summary: 'Retrieve one of the calling user\'s personal API keys', tags: TAGS, params: KEY_PARAMS },
       async handler(ctx) {
         return { status: 200, body: serializePersonalApiKey(await own(ctx.auth.userId, ctx.params.id!)) };
       },
     },
     {
       method: 'DELETE', path: '/api/personal_api_keys/:id', scope: 'user:write',
+      schema: { summary: 'Revoke a personal API key (every node stops accepting it)', tags: TAGS, params: KEY_PARAMS },
       async handler(ctx) {
         const revoked = await revokePersonalApiKey(deps.sql, ctx.params.id!, ctx.auth.userId);
         if (!revoked) throw errors.notFound();

@@ -10,6 +10,7 @@ import { pageEnvelope, parseLimitOffset } from '../http/pages.js';
 import type { Deps, Route } from '../http/types.js';
 import { errors } from '../../errors.js';
 import { PROJECT_BOOLEAN_SETTING_KEYS, type ProjectSettings } from '../change-log/entities.js';
+import { LIMIT_OFFSET, object, projectParams } from '../http/schema-parts.js';
 import { listProjects, organizationUuid, serializeProject, updateProjectSettings } from './store.js';
 
 /** The settings in a PATCH body. @throws ApiError 400 for a body that is not an object or a non-boolean setting. */
@@ -30,11 +31,19 @@ function parseSettings(body: unknown): Partial<ProjectSettings> {
   return out;
 }
 
+const TAGS = ['projects'] as const;
+/** PATCH body: the remote-config settings. */
+const SETTINGS_BODY = object({
+  ...Object.fromEntries(PROJECT_BOOLEAN_SETTING_KEYS.map((k) => [k, { type: 'boolean' }])),
+  property_matching_version: { type: 'integer', enum: [1, 2], description: 'Property matching rules: 1 (PostHog today) or 2.' },
+});
+
 /** Routes of the projects resource. */
 export function projectRoutes(deps: Deps): Route[] {
   return [
     {
       method: 'GET', path: '/api/projects', scope: 'project:read',
+      schema: { summary: 'List the projects the key may see', tags: TAGS, querystring: object(LIMIT_OFFSET), validatedBy: 'service' },
       async handler(ctx) {
         const { limit, offset } = parseLimitOffset(ctx.query);
         const { count, rows } = await listProjects(deps.sql, ctx.auth.organizationId, ctx.auth.scopedTeams, limit, offset);
@@ -43,12 +52,14 @@ export function projectRoutes(deps: Deps): Route[] {
     },
     {
       method: 'GET', path: '/api/projects/:project_id', scope: 'project:read',
+      schema: { summary: 'Retrieve a project', tags: TAGS, params: projectParams(), validatedBy: 'service' },
       async handler(ctx) {
         return { status: 200, body: serializeProject(ctx.project, await organizationUuid(deps.sql, ctx.project.organization_id)) };
       },
     },
     {
       method: 'PATCH', path: '/api/projects/:project_id', scope: 'project:write',
+      schema: { summary: 'Update a project\'s remote-config settings', tags: TAGS, params: projectParams(), body: SETTINGS_BODY, validatedBy: 'service' },
       async handler(ctx) {
         const row = await updateProjectSettings(deps.sql, ctx.project.id, parseSettings(ctx.body));
         return { status: 200, body: serializeProject(row, await organizationUuid(deps.sql, row.organization_id)) };
