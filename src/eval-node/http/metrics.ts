@@ -1,12 +1,24 @@
 /**
  * Prometheus metrics of the evaluation node's HTTP layer (DESIGN.md "Processes"; STYLE.md rule 7:
- * no per-request log line on /flags, metrics instead): requests by route and status, a latency
- * histogram per route with fixed buckets, the store's revision, sync lag (when the sync client
- * reports it) and the evaluation pool's queue. Counting is a few array increments per request.
+ * no per-request log line on /flags, metrics instead), on prom-client (issue 10 item 3):
+ * requests by route and status, a latency histogram per route with fixed buckets, failures by
+ * the stage that failed, the store's revision, sync lag and connection (once the sync client
+ * reports them), the evaluation pool's queue, and prom-client's default process metrics (CPU,
+ * memory, event-loop lag, GC) under the `switchyard_node_` prefix.
+ *
+ * The hot path (`observe`, once per answered request) uses label children bound ahead: one
+ * histogram child per route at construction, one counter child per route and status the first
+ * time that pair is seen, so a request costs two map lookups plus prom-client's own increments.
+ * `make bench` measures the cost against the same run's uWebSockets.js ceiling.
+ * Each node has its own registry (several nodes share a process in tests).
  */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Route labels (stable: dashboards use them). */
 export type RouteLabel = 'flags' | 'decide' | 'definitions' | 'capture' | 'remote_config' | 'ofrep' | 'health' | 'ready' | 'metrics' | 'other';
+
+/** Every {@link RouteLabel}, bound ahead at construction. */
+const ROUTES: readonly RouteLabel[] = ['flags', 'decide', 'definitions', 'capture', 'remote_config', 'ofrep', 'health', 'ready', 'metrics', 'other'];
 
 /**
  * Stages of a /flags request (STYLE.md rule 5; flags-handler.ts and pool/engine.ts): filter,
@@ -17,7 +29,7 @@ export type Stage = 'parse' | 'project' | 'quota' | 'filter' | 'properties' | 'e
 /** Latency histogram upper bounds, in seconds. */
 export const LATENCY_BUCKETS_SECONDS: readonly number[] = Object.freeze([0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]);
 
-/** Live gauges read when /metrics is scraped. */
+/** Live values read when /metrics is scraped. */
 export interface Gauges {
   revision(): number;
   /** Sync state as the sync client reports it (lag in revisions, connection), when known. */
@@ -26,89 +38,76 @@ export interface Gauges {
   poolMode: 'inline' | 'pool';
 }
 
-interface Histogram {
-  counts: number[];
-  sum: number;
-  total: number;
-}
+type CounterChild = ReturnType<Counter<'route' | 'status'>['labels']>;
+type HistogramChild = ReturnType<Histogram<'route'>['labels']>;
 
-/** Counters and histograms; see the module doc. */
+/** Counters, histograms and gauges of one node; see the module doc. */
 export class Metrics {
-  private readonly requests = new Map<string, number>();
-  private readonly latency = new Map<RouteLabel, Histogram>();
-  private readonly failures = new Map<string, number>();
+  private readonly registry = new Registry();
+  private readonly requests = new Counter({
+    name: 'switchyard_node_http_requests_total', help: 'HTTP requests answered by the evaluation node.',
+    labelNames: ['route', 'status'] as const, registers: [this.registry],
+  });
+  private readonly latency = new Histogram({
+    name: 'switchyard_node_http_request_duration_seconds', help: 'Time from request to answer.',
+    labelNames: ['route'] as const, buckets: [...LATENCY_BUCKETS_SECONDS], registers: [this.registry],
+  });
+  private readonly failures = new Counter({
+    name: 'switchyard_node_request_failures_total', help: 'Requests answered with an error, by the stage that failed.',
+    labelNames: ['route', 'stage'] as const, registers: [this.registry],
+  });
+  private readonly revision = new Gauge({
+    name: 'switchyard_node_revision', help: 'Last change-log revision applied to the node store.', registers: [this.registry],
+  });
+  private readonly queue = new Gauge({
+    name: 'switchyard_node_eval_queue', help: 'Jobs waiting for an evaluation worker.', labelNames: ['mode'] as const, registers: [this.registry],
+  });
+  /** Registered the first time the sync client reports them (absent until known, never a made-up 0). */
+  private lag: Gauge | null = null;
+  private connected: Gauge | null = null;
+
+  private readonly latencyByRoute = new Map<RouteLabel, HistogramChild>();
+  private readonly requestsByRoute = new Map<RouteLabel, Map<number, CounterChild>>();
+
+  constructor() {
+    for (const route of ROUTES) {
+      this.latencyByRoute.set(route, this.latency.labels(route));
+      this.requestsByRoute.set(route, new Map());
+    }
+    collectDefaultMetrics({ register: this.registry, prefix: 'switchyard_node_' });
+  }
 
   /** Records a request that failed (4xx or 5xx) in `stage`. */
   stageFailure(route: RouteLabel, stage: Stage): void {
-    const key = `${route} ${stage}`;
-    this.failures.set(key, (this.failures.get(key) ?? 0) + 1);
+    this.failures.inc({ route, stage });
   }
 
   /** Records one answered request. */
   observe(route: RouteLabel, status: number, seconds: number): void {
-    const key = `${route} ${status}`;
-    this.requests.set(key, (this.requests.get(key) ?? 0) + 1);
-    let h = this.latency.get(route);
-    if (h === undefined) {
-      h = { counts: new Array(LATENCY_BUCKETS_SECONDS.length).fill(0) as number[], sum: 0, total: 0 };
-      this.latency.set(route, h);
+    const byStatus = this.requestsByRoute.get(route)!;
+    let child = byStatus.get(status);
+    if (child === undefined) {
+      child = this.requests.labels(route, String(status));
+      byStatus.set(status, child);
     }
-    for (let i = 0; i < LATENCY_BUCKETS_SECONDS.length; i++) {
-      if (seconds <= LATENCY_BUCKETS_SECONDS[i]!) { h.counts[i]!++; break; }
-    }
-    h.sum += seconds;
-    h.total++;
+    child.inc();
+    this.latencyByRoute.get(route)!.observe(seconds);
   }
 
-  /** Requests answered so far for `route` with `status` (tests). */
-  count(route: RouteLabel, status: number): number {
-    return this.requests.get(`${route} ${status}`) ?? 0;
-  }
-
-  /** The Prometheus text exposition. */
-  render(g: Gauges): string {
-    const out: string[] = [];
-    out.push('# HELP switchyard_node_http_requests_total HTTP requests answered by the evaluation node.');
-    out.push('# TYPE switchyard_node_http_requests_total counter');
-    for (const [key, n] of this.requests) {
-      const [route, status] = key.split(' ');
-      out.push(`switchyard_node_http_requests_total{route="${route}",status="${status}"} ${n}`);
-    }
-    out.push('# HELP switchyard_node_http_request_duration_seconds Time from request to answer.');
-    out.push('# TYPE switchyard_node_http_request_duration_seconds histogram');
-    for (const [route, h] of this.latency) {
-      let cum = 0;
-      for (let i = 0; i < LATENCY_BUCKETS_SECONDS.length; i++) {
-        cum += h.counts[i]!;
-        out.push(`switchyard_node_http_request_duration_seconds_bucket{route="${route}",le="${LATENCY_BUCKETS_SECONDS[i]}"} ${cum}`);
-      }
-      out.push(`switchyard_node_http_request_duration_seconds_bucket{route="${route}",le="+Inf"} ${h.total}`);
-      out.push(`switchyard_node_http_request_duration_seconds_sum{route="${route}"} ${h.sum}`);
-      out.push(`switchyard_node_http_request_duration_seconds_count{route="${route}"} ${h.total}`);
-    }
-    out.push('# HELP switchyard_node_request_failures_total Requests answered with an error, by the stage that failed.');
-    out.push('# TYPE switchyard_node_request_failures_total counter');
-    for (const [key, n] of this.failures) {
-      const [route, stage] = key.split(' ');
-      out.push(`switchyard_node_request_failures_total{route="${route}",stage="${stage}"} ${n}`);
-    }
-    out.push('# HELP switchyard_node_revision Last change-log revision applied to the node store.');
-    out.push('# TYPE switchyard_node_revision gauge');
-    out.push(`switchyard_node_revision ${g.revision()}`);
+  /** The Prometheus text exposition (version 0.0.4), with `g` read now. */
+  async render(g: Gauges): Promise<string> {
+    this.revision.set(g.revision());
+    this.queue.reset();
+    this.queue.set({ mode: g.poolMode }, g.poolQueueSize());
     const sync = g.sync?.();
     if (sync?.lagRevisions !== undefined && sync.lagRevisions !== null) {
-      out.push('# HELP switchyard_node_sync_lag_revisions Revisions the node is behind the control plane.');
-      out.push('# TYPE switchyard_node_sync_lag_revisions gauge');
-      out.push(`switchyard_node_sync_lag_revisions ${sync.lagRevisions}`);
+      this.lag ??= new Gauge({ name: 'switchyard_node_sync_lag_revisions', help: 'Revisions the node is behind the control plane.', registers: [this.registry] });
+      this.lag.set(sync.lagRevisions);
     }
     if (sync?.connected !== undefined) {
-      out.push('# HELP switchyard_node_sync_connected 1 while the Watch stream is connected.');
-      out.push('# TYPE switchyard_node_sync_connected gauge');
-      out.push(`switchyard_node_sync_connected ${sync.connected ? 1 : 0}`);
+      this.connected ??= new Gauge({ name: 'switchyard_node_sync_connected', help: '1 while the Watch stream is connected.', registers: [this.registry] });
+      this.connected.set(sync.connected ? 1 : 0);
     }
-    out.push('# HELP switchyard_node_eval_queue Jobs waiting for an evaluation worker.');
-    out.push('# TYPE switchyard_node_eval_queue gauge');
-    out.push(`switchyard_node_eval_queue{mode="${g.poolMode}"} ${g.poolQueueSize()}`);
-    return out.join('\n') + '\n';
+    return this.registry.metrics();
   }
 }

@@ -17,7 +17,7 @@ export interface ProbeServer {
   close(): Promise<void>;
 }
 
-const ROUTES: Readonly<Record<string, (ctx: NodeHttpContext) => ProbeAnswer>> = Object.freeze({
+const ROUTES: Readonly<Record<string, (ctx: NodeHttpContext) => ProbeAnswer | Promise<ProbeAnswer>>> = Object.freeze({
   '/_health': () => healthProbe(),
   '/_ready': readyProbe,
   '/metrics': metricsProbe,
@@ -28,13 +28,13 @@ const ROUTES: Readonly<Record<string, (ctx: NodeHttpContext) => ProbeAnswer>> = 
  * @throws Error when the port cannot be bound.
  */
 export async function startProbeServer(ctx: NodeHttpContext, host: string, port: number, log: Logger): Promise<ProbeServer> {
-  const server = http.createServer({ requireHostHeader: false }, (req, res) => {
+  const server = http.createServer({ requireHostHeader: false }, async (req, res) => {
     const path = (req.url ?? '/').split('?')[0]!;
     const route = Object.hasOwn(ROUTES, path) ? ROUTES[path]! : undefined;
     let a: ProbeAnswer;
     if (route === undefined) a = { status: 404, body: '{"type":"invalid_request","code":"not_found","detail":"Not found.","attr":null}', contentType: 'application/json' };
     else if (req.method !== 'GET' && req.method !== 'HEAD') a = { status: 405, body: '', contentType: 'text/plain' };
-    else a = route(ctx);
+    else a = await Promise.resolve(route(ctx)).catch(() => ({ status: 500, body: '', contentType: 'text/plain' }));
     res.writeHead(a.status, { 'content-type': a.contentType, 'content-length': Buffer.byteLength(a.body), ...(a.status === 405 ? { allow: 'GET, HEAD' } : {}) });
     res.end(req.method === 'HEAD' ? undefined : a.body);
   });

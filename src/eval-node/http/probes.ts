@@ -34,13 +34,14 @@ export function readyProbe(ctx: NodeHttpContext): ProbeAnswer {
 }
 
 /** `/metrics`: Prometheus text (version 0.0.4). */
-export function metricsProbe(ctx: NodeHttpContext): ProbeAnswer {
-  const text = ctx.metrics.render({
+export async function metricsProbe(ctx: NodeHttpContext): Promise<ProbeAnswer> {
+  const own = await ctx.metrics.render({
     revision: () => safeRevision(ctx),
     sync: ctx.syncState,
     poolQueueSize: () => ctx.evaluator.queueSize(),
     poolMode: ctx.evaluator.mode,
-  }) + (ctx.continuity?.renderMetrics() ?? '') + storeMetrics(ctx);
+  });
+  const text = (own.endsWith('\n') ? own : `${own}\n`) + (ctx.continuity?.renderMetrics() ?? '') + storeMetrics(ctx);
   return { status: 200, body: text, contentType: 'text/plain; version=0.0.4' };
 }
 
@@ -60,7 +61,10 @@ export function readyHandler(ctx: NodeHttpContext): (res: HttpResponse, req: Htt
 
 /** `GET /metrics`. */
 export function metricsHandler(ctx: NodeHttpContext): (res: HttpResponse, req: HttpRequest) => void {
-  return (res) => send(new Exchange(res, ctx.metrics, 'metrics', ''), metricsProbe(ctx));
+  return (res) => {
+    const ex = new Exchange(res, ctx.metrics, 'metrics', '');
+    metricsProbe(ctx).then((a) => send(ex, a), () => send(ex, { status: 500, body: '', contentType: 'text/plain' }));
+  };
 }
 
 /** `switchyard_node_store_read_errors_total` (Prometheus text). */

@@ -129,8 +129,12 @@ test('probes: /_health, /_ready, /metrics', async () => {
   assert.equal(m.status, 200);
   assert.match(String(m.headers['content-type']), /text\/plain/);
   assert.match(m.text, /switchyard_node_http_requests_total\{route="flags",status="200"\} \d+/);
-  assert.match(m.text, /switchyard_node_http_request_duration_seconds_bucket\{route="flags",le="0.005"\} \d+/);
+  // Label order is the exporter's choice (Prometheus text format): either order.
+  assert.match(m.text, /switchyard_node_http_request_duration_seconds_bucket\{(?:route="flags",le="0.005"|le="0.005",route="flags")\} \d+/);
   assert.match(m.text, /switchyard_node_revision \d+/);
+  // prom-client's default process metrics (issue 10 item 3).
+  assert.match(m.text, /switchyard_node_process_cpu_user_seconds_total \d/);
+  assert.match(m.text, /switchyard_node_nodejs_eventloop_lag_seconds \d/);
   await postFlags(node, { distinct_id: 'no-token' });
   assert.match((await request(node.url + '/metrics')).text, /switchyard_node_request_failures_total\{route="flags",stage="project"\} \d+/);
   assert.match(m.text, /switchyard_node_eval_queue\{mode="inline"\} 0/);
