@@ -48,6 +48,14 @@ test('answers carry X-Content-Type-Options: nosniff and Cache-Control: no-store'
   }
 });
 
+test('the management API grants no CORS: a browser preflight from another origin gets no Access-Control-Allow-Origin', async () => {
+  const pre = await t.request('OPTIONS', base, { key: null, headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+  assert.equal(pre.headers.get('access-control-allow-origin'), null);
+  const get = await t.request('GET', base, { headers: { origin: 'https://evil.example' } });
+  assert.equal(get.status, 200);
+  assert.equal(get.headers.get('access-control-allow-origin'), null);
+});
+
 test('next and previous links use SWITCHYARD_API_URL, not the Host header', async () => {
   for (const key of ['page-a', 'page-b', 'page-c']) assert.equal((await t.request('POST', base, { body: { key } })).status, 201);
   const port = new URL(t.baseUrl).port;
