@@ -49,7 +49,8 @@ function walk(project: CompiledProject): StoredPropertyUse {
     if (seenCohorts.has(id)) return;
     seenCohorts.add(id);
     const c: CompiledCohort = project.cohorts.resolve(id);
-    if (c.root !== null) node(c.root);
+    if (c.isStatic) unknown = true; // membership is stored with the person, never in the request
+    else if (c.root !== null) node(c.root);
   };
   const node = (n: NonNullable<CompiledCohort['root']>): void => {
     switch (n.kind) {

@@ -88,7 +88,11 @@ export interface PersonalApiKeyEntity { id: string; organization_id: number; sec
  * A person as a node needs it to evaluate with stored properties: entity id = `id` (the
  * person uuid). A person merged into another is sent as a `delete` of its uuid.
  */
-export interface PersonEntity { id: string; project_id: number; distinct_ids: string[]; properties: Record<string, unknown> }
+export interface PersonEntity {
+  id: string; project_id: number; distinct_ids: string[]; properties: Record<string, unknown>;
+  /** Static cohorts the person is in (cohort_people; issue 11 item 1); absent when none. */
+  cohort_ids?: number[];
+}
 
 /** A group's stored properties; entity id {@link groupEntityId}. */
 export interface GroupEntity { project_id: number; group_type_index: number; group_key: string; properties: Record<string, unknown> }
@@ -97,8 +101,11 @@ export interface GroupEntity { project_id: number; group_type_index: number; gro
 export interface HashKeyOverrideEntity { project_id: number; person_id: string; feature_flag_key: string; hash_key: string }
 
 /** persons row (+ its distinct ids) → {@link PersonEntity}. Distinct ids are sorted for stable payloads. */
-export function personEntity(row: { uuid: string; project_id: number; properties: Record<string, unknown> }, distinctIds: readonly string[]): PersonEntity {
-  return { id: row.uuid, project_id: row.project_id, distinct_ids: [...distinctIds].sort(), properties: row.properties };
+export function personEntity(row: { uuid: string; project_id: number; properties: Record<string, unknown>; cohort_ids?: readonly (number | string)[] | null },
+  distinctIds: readonly string[]): PersonEntity {
+  const e: PersonEntity = { id: row.uuid, project_id: row.project_id, distinct_ids: [...distinctIds].sort(), properties: row.properties };
+  if (row.cohort_ids && row.cohort_ids.length > 0) e.cohort_ids = row.cohort_ids.map(Number).sort((a, b) => a - b);
+  return e;
 }
 
 /** groups row → {@link GroupEntity}. */

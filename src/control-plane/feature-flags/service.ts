@@ -188,26 +188,37 @@ export class FeatureFlagService {
     return (await this.present(this.sql, projectId, [row]))[0]!;
   }
 
+  /** Serialises flag rows as the API returns them (cohort names included). */
+  presentRows(h: Sql | Tx, projectId: number, rows: FlagRow[]): Promise<FlagResponse[]> {
+    return this.present(h, projectId, rows);
+  }
+
   /** F2: validates `body`, creates the flag at version 1. @throws ApiError 400. */
   async create(projectId: number, userId: number, body: unknown): Promise<FlagResponse> {
-    const row = await this.sql.begin(async (tx) => {
-      if (touchesDependencies(body)) await store.lockDependencies(tx, projectId);
-      const input = await validateFlagBody(body, { mode: 'create', current: null, lookups: lookupsFor(tx, projectId) });
-      const write = withDefaults(input, userId);
-      if (input.active === true) write.performed_rollback = false;
-      const renamed = await this.freeKey(tx, projectId, userId, write.key, null);
-      const id = await store.insertFlag(tx, projectId, userId, write);
-      const created = (await store.getFlag(tx, projectId, id))!;
-      await writeActivity(tx, {
-        projectId, userId, activity: 'created', scope: ACTIVITY_SCOPE, itemId: String(id), name: created.key,
-        changes: diffRecords(ACTIVITY_SCOPE, null, activityRecord(created)),
-      });
-      await appendChanges(tx, [...renamed, created].map((r) => ({
-        projectId, kind: 'feature_flag' as const, entityId: String(r.id), op: 'upsert' as const, payload: featureFlagEntity(r),
-      })));
-      return created;
-    });
+    const row = await this.sql.begin((tx) => this.createIn(tx, projectId, userId, body));
     return (await this.present(this.sql, projectId, [row]))[0]!;
+  }
+
+  /**
+   * F2 inside the caller's transaction `tx` (experiments create their flag in their own
+   * transaction): row, activity entry and change-log entry. @throws ApiError 400.
+   */
+  async createIn(tx: Tx, projectId: number, userId: number, body: unknown): Promise<FlagRow> {
+    if (touchesDependencies(body)) await store.lockDependencies(tx, projectId);
+    const input = await validateFlagBody(body, { mode: 'create', current: null, lookups: lookupsFor(tx, projectId) });
+    const write = withDefaults(input, userId);
+    if (input.active === true) write.performed_rollback = false;
+    const renamed = await this.freeKey(tx, projectId, userId, write.key, null);
+    const id = await store.insertFlag(tx, projectId, userId, write);
+    const created = (await store.getFlag(tx, projectId, id))!;
+    await writeActivity(tx, {
+      projectId, userId, activity: 'created', scope: ACTIVITY_SCOPE, itemId: String(id), name: created.key,
+      changes: diffRecords(ACTIVITY_SCOPE, null, activityRecord(created)),
+    });
+    await appendChanges(tx, [...renamed, created].map((r) => ({
+      projectId, kind: 'feature_flag' as const, entityId: String(r.id), op: 'upsert' as const, payload: featureFlagEntity(r),
+    })));
+    return created;
   }
 
   /**
@@ -216,66 +227,72 @@ export class FeatureFlagService {
    * @throws ApiError 404, 400, 409 (conflict, research §1.4).
    */
   async update(projectId: number, userId: number, id: number, body: unknown): Promise<FlagResponse> {
-    const row = await this.sql.begin(async (tx) => {
-      if (touchesDependencies(body)) await store.lockDependencies(tx, projectId);
-      const current = await store.getFlag(tx, projectId, id, { forUpdate: true });
-      if (!current) throw errors.notFound();
-      const input = await validateFlagBody(body, { mode: 'update', current, lookups: lookupsFor(tx, projectId) });
-
-      if (conflictingFields(current, input).length > 0) {
-        const who = current.last_modified_by?.email ?? 'another user';
-        throw errors.conflict(`The feature flag was updated by ${who} since you started editing it. Please refresh and try again.`);
-      }
-
-      const next = merge(current, input);
-      if (input.active === true) next.performed_rollback = false;
-
-      if (input.deleted === true) {
-        const dependents = await store.dependentFlags(tx, projectId, id);
-        if (dependents.length > 0) {
-          throw errors.validation(`Cannot delete this feature flag because other flags depend on it: ${nameFlags(dependents)}. `
-            + 'Please update or delete the dependent flags first.', null);
-        }
-      }
-      if (input.active === false && current.active) {
-        const dependents = await store.dependentFlags(tx, projectId, id);
-        if (dependents.length > 0) {
-          throw errors.validation(`Cannot disable this feature flag because other flags depend on it: ${nameFlags(dependents)}. `
-            + 'Please update or disable the dependent flags first.', null);
-        }
-      }
-      if (input.active === true && !current.active) {
-        const missing = await store.missingFlagIds(tx, projectId, flagDependencyIds(next.filters));
-        if (missing.length > 0) {
-          throw errors.validation(`Cannot enable this feature flag because it depends on deleted flags (IDs: ${missing.join(', ')}). `
-            + 'Please update its filters first.', 'filters');
-        }
-        const disabled = await store.disabledFlags(tx, projectId, flagDependencyIds(next.filters));
-        if (disabled.length > 0) {
-          throw errors.validation(`Cannot enable this feature flag because it depends on disabled flags: ${nameFlags(disabled)}. `
-            + 'Please enable the dependency flags first.', null);
-        }
-      }
-
-      const restoring = current.deleted && !next.deleted;
-      if (restoring && input.key === undefined) next.key = await this.restoredKey(tx, projectId, current);
-      const renamed = !next.deleted && (restoring || next.key !== current.key)
-        ? await this.freeKey(tx, projectId, userId, next.key, id) : [];
-
-      await store.updateFlag(tx, id, userId, current.version + 1, next);
-      const updated = (await store.getFlag(tx, projectId, id))!;
-      const changes = diffRecords(ACTIVITY_SCOPE, activityRecord(current), activityRecord(updated));
-      if (changes.length > 0) {
-        const deletedChange = changes.find((c) => c.field === 'deleted');
-        const activity = deletedChange ? (deletedChange.after ? 'deleted' : 'restored') : 'updated';
-        await writeActivity(tx, { projectId, userId, activity, scope: ACTIVITY_SCOPE, itemId: String(id), name: updated.key, changes });
-      }
-      await appendChanges(tx, [...renamed, updated].map((r) => ({
-        projectId, kind: 'feature_flag' as const, entityId: String(r.id), op: 'upsert' as const, payload: featureFlagEntity(r),
-      })));
-      return updated;
-    });
+    const row = await this.sql.begin((tx) => this.updateIn(tx, projectId, userId, id, body));
     return (await this.present(this.sql, projectId, [row]))[0]!;
+  }
+
+  /**
+   * F4 inside the caller's transaction `tx` (experiments keep their flag in step with them).
+   * @throws ApiError 404, 400, 409.
+   */
+  async updateIn(tx: Tx, projectId: number, userId: number, id: number, body: unknown): Promise<FlagRow> {
+    if (touchesDependencies(body)) await store.lockDependencies(tx, projectId);
+    const current = await store.getFlag(tx, projectId, id, { forUpdate: true });
+    if (!current) throw errors.notFound();
+    const input = await validateFlagBody(body, { mode: 'update', current, lookups: lookupsFor(tx, projectId) });
+
+    if (conflictingFields(current, input).length > 0) {
+      const who = current.last_modified_by?.email ?? 'another user';
+      throw errors.conflict(`The feature flag was updated by ${who} since you started editing it. Please refresh and try again.`);
+    }
+
+    const next = merge(current, input);
+    if (input.active === true) next.performed_rollback = false;
+
+    if (input.deleted === true) {
+      const dependents = await store.dependentFlags(tx, projectId, id);
+      if (dependents.length > 0) {
+        throw errors.validation(`Cannot delete this feature flag because other flags depend on it: ${nameFlags(dependents)}. `
+          + 'Please update or delete the dependent flags first.', null);
+      }
+    }
+    if (input.active === false && current.active) {
+      const dependents = await store.dependentFlags(tx, projectId, id);
+      if (dependents.length > 0) {
+        throw errors.validation(`Cannot disable this feature flag because other flags depend on it: ${nameFlags(dependents)}. `
+          + 'Please update or disable the dependent flags first.', null);
+      }
+    }
+    if (input.active === true && !current.active) {
+      const missing = await store.missingFlagIds(tx, projectId, flagDependencyIds(next.filters));
+      if (missing.length > 0) {
+        throw errors.validation(`Cannot enable this feature flag because it depends on deleted flags (IDs: ${missing.join(', ')}). `
+          + 'Please update its filters first.', 'filters');
+      }
+      const disabled = await store.disabledFlags(tx, projectId, flagDependencyIds(next.filters));
+      if (disabled.length > 0) {
+        throw errors.validation(`Cannot enable this feature flag because it depends on disabled flags: ${nameFlags(disabled)}. `
+          + 'Please enable the dependency flags first.', null);
+      }
+    }
+
+    const restoring = current.deleted && !next.deleted;
+    if (restoring && input.key === undefined) next.key = await this.restoredKey(tx, projectId, current);
+    const renamed = !next.deleted && (restoring || next.key !== current.key)
+      ? await this.freeKey(tx, projectId, userId, next.key, id) : [];
+
+    await store.updateFlag(tx, id, userId, current.version + 1, next);
+    const updated = (await store.getFlag(tx, projectId, id))!;
+    const changes = diffRecords(ACTIVITY_SCOPE, activityRecord(current), activityRecord(updated));
+    if (changes.length > 0) {
+      const deletedChange = changes.find((c) => c.field === 'deleted');
+      const activity = deletedChange ? (deletedChange.after ? 'deleted' : 'restored') : 'updated';
+      await writeActivity(tx, { projectId, userId, activity, scope: ACTIVITY_SCOPE, itemId: String(id), name: updated.key, changes });
+    }
+    await appendChanges(tx, [...renamed, updated].map((r) => ({
+      projectId, kind: 'feature_flag' as const, entityId: String(r.id), op: 'upsert' as const, payload: featureFlagEntity(r),
+    })));
+    return updated;
   }
 
   /**

@@ -10,6 +10,7 @@ import { featureFlagStatusRoutes } from '../feature-flags/status-routes.js';
 import { featureFlagRemoteConfigRoutes } from '../feature-flags/remote-config-routes.js';
 import { eventDefinitionRoutes } from '../event-definitions/routes.js';
 import { personalApiKeyRoutes } from '../keys/routes.js';
+import { cohortRoutes } from '../cohorts/routes.js';
 
 /** All management routes. */
 export function allRoutes(deps: Deps): Route[] {
@@ -21,5 +22,6 @@ export function allRoutes(deps: Deps): Route[] {
     ...featureFlagStatusRoutes(deps),
     ...featureFlagRemoteConfigRoutes(deps),
     ...eventDefinitionRoutes(deps),
+    ...cohortRoutes(deps),
   ];
 }

@@ -39,6 +39,7 @@ export function toApiError(e: unknown, limitBytes: number): { error: ApiError; e
       return { error: errors.notFound(), expected: true };
     default:
   }
+  if (f.statusCode === 413 && typeof f.code === 'string' && f.code.startsWith('FST_')) return { error: errors.payloadTooLarge(limitBytes), expected: true };
   if (isDataException(e)) {
     return { error: errors.badRequest('invalid_input', 'A value in the request is out of range or holds characters that cannot be stored (such as NUL).'), expected: true };
   }

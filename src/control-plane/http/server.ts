@@ -14,6 +14,7 @@
  */
 import crypto from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import multipart from '@fastify/multipart';
 import { controlPlaneIndex, isEvaluationPath, wrongPortDetail } from '../../where.js';
 import { errors, type ApiError } from '../../errors.js';
 import { authenticate, requireScope, resolveProject } from './auth.js';
@@ -91,6 +92,8 @@ export async function startHttpServer(deps: Deps, routes: readonly Route[], prob
     if (req.is404 || req.routeOptions.config.noBody || !BODY_METHODS.has(req.method)) { done(null, undefined); return; }
     try { done(null, parseJsonBody(raw as Buffer, req.headers['content-type'])); } catch (e) { done(e as Error, undefined); }
   });
+  // Multipart forms (PostHog's static-cohort CSV upload): fields and the file on `body`, within the same size limit.
+  await app.register(multipart, { attachFieldsToBody: 'keyValues', limits: { fileSize: limit, files: 1, fields: 100 } });
   app.setErrorHandler((err, req, reply) => { fail(deps, limit, err, req, reply); });
   app.setNotFoundHandler((req, reply) => {
     const path = req.url.split('?')[0] ?? '/';

@@ -68,12 +68,14 @@ export class ChangeSet {
   }
 
   /**
-   * Reads the final state of changed persons and appends every entry. Call as the last
-   * statement of the transaction (change-log/store.ts ordering invariant). Returns the revisions.
+   * Reads the final state of changed persons and appends every entry, after `first` (other
+   * entities the same transaction changed, such as the cohort whose members these are). Call as
+   * the last statement of the transaction (change-log/store.ts ordering invariant). Returns the
+   * revisions.
    */
-  async flush(tx: Tx): Promise<number[]> {
-    if (this.empty) return [];
-    const out: ChangeInput[] = [];
+  async flush(tx: Tx, first: readonly ChangeInput[] = []): Promise<number[]> {
+    if (this.empty && first.length === 0) return [];
+    const out: ChangeInput[] = [...first];
     for (const [id, m] of this.mappings) {
       out.push({ projectId: m.project_id, kind: 'group_type_mapping', entityId: id, op: 'upsert', payload: m });
     }
@@ -84,8 +86,9 @@ export class ChangeSet {
       out.push({ projectId, kind: 'hash_key_override', entityId: id, op: 'delete', payload: null });
     }
     if (this.persons.size > 0) {
-      const rows = await tx<{ uuid: string; project_id: number; properties: Record<string, unknown>; distinct_ids: string[] }[]>`
+      const rows = await tx<{ uuid: string; project_id: number; properties: Record<string, unknown>; distinct_ids: string[]; cohort_ids: string[] }[]>`
         SELECT p.uuid, p.project_id, p.properties,
+          ARRAY(SELECT cp.cohort_id FROM cohort_people cp WHERE cp.person_id = p.id ORDER BY cp.cohort_id) AS cohort_ids,
           coalesce(array_agg(d.distinct_id) FILTER (WHERE d.distinct_id IS NOT NULL), '{}') AS distinct_ids
         FROM persons p LEFT JOIN person_distinct_ids d ON d.person_id = p.id
         WHERE p.id = ANY(${[...this.persons]}::bigint[])

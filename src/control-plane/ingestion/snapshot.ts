@@ -20,8 +20,9 @@ export interface CaptureSnapshotEntity { kind: EntityKind; entityId: string; pro
 
 /** Emits every person, group and hash-key override; the sink may return a promise (backpressure). */
 export async function streamCaptureEntities(tx: Tx, emit: (e: CaptureSnapshotEntity) => void | Promise<void>): Promise<void> {
-  const persons = tx<{ uuid: string; project_id: number; properties: Record<string, unknown>; distinct_ids: string[] }[]>`
+  const persons = tx<{ uuid: string; project_id: number; properties: Record<string, unknown>; distinct_ids: string[]; cohort_ids: string[] }[]>`
     SELECT p.uuid, p.project_id, p.properties,
+      ARRAY(SELECT cp.cohort_id FROM cohort_people cp WHERE cp.person_id = p.id ORDER BY cp.cohort_id) AS cohort_ids,
       coalesce(array_agg(d.distinct_id) FILTER (WHERE d.distinct_id IS NOT NULL), '{}') AS distinct_ids
     FROM persons p LEFT JOIN person_distinct_ids d ON d.person_id = p.id
     GROUP BY p.id ORDER BY p.id`.cursor(CAPTURE_SNAPSHOT_CURSOR_ROWS);

@@ -174,7 +174,8 @@ export class FlagsEngine {
    * person's hash-key overrides when some answered flag needs them (the core's
    * `flagsNeedingHashKeyOverrides`; writing them for `$anon_distinct_id` is the IO thread's
    * http/continuity.ts, through the capture outbox). The core lets request
-   * properties override all of them. Static-cohort membership is not on nodes yet.
+   * properties override all of them. Static-cohort membership is the person's `cohort_ids`
+   * (cohort_people, carried on the person entity).
    *
    * Reads are skipped when they cannot change an answer (the core's `storedPropertyUse`): the
    * person when the request (after GeoIP) supplies every person property the project's filters
@@ -199,6 +200,7 @@ export class FlagsEngine {
     if (person === undefined && groupProperties === null) return NO_STORED;
     return {
       person_properties: person?.properties ?? null,
+      static_cohort_ids: person?.cohort_ids !== undefined && person.cohort_ids.length > 0 ? new Set(person.cohort_ids) : null,
       group_properties: groupProperties,
       hash_key_overrides: person !== undefined && e.hasContinuity && flagsNeedingHashKeyOverrides(e.compiled, req).length > 0
         ? this.store.hashKeyOverrides(job.projectId, person.id)

@@ -54,7 +54,11 @@ export interface ProjectDefinitions {
  * A captured person as the node keeps it (change-log `person` entity, written by ingestion):
  * entity id = `id` (uuid); a person merged away arrives as a delete.
  */
-export interface NodePerson { id: string; project_id: number; distinct_ids: string[]; properties: Record<string, unknown> }
+export interface NodePerson {
+  id: string; project_id: number; distinct_ids: string[]; properties: Record<string, unknown>;
+  /** Static cohorts the person is in (absent when none). */
+  cohort_ids?: number[];
+}
 /** A group's stored properties (change-log `group` entity, id `<project>:<index>:<key>`). */
 export interface NodeGroup { project_id: number; group_type_index: number; group_key: string; properties: Record<string, unknown> }
 /** One hash-key override (change-log `hash_key_override` entity, id `<project>:<person>:<flag key>`). */

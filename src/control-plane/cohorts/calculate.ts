@@ -1,0 +1,143 @@
+/**
+ * Membership of dynamic cohorts computed from stored persons and events (issue 11 item 1;
+ * PostHog calculates cohorts in ClickHouse, `cohortpeople`): the cohort's `count`.
+ *
+ * Property leaves and nested cohorts are matched by the evaluation core itself (CohortTable,
+ * the same code the nodes run for flags), so a cohort counts exactly the persons a flag on it
+ * would match. Behavioural leaves (`performed_event`, `performed_event_multiple`) are answered
+ * first in SQL over the events table — the persons whose distinct ids performed the event in the
+ * window (and, for `_multiple`, as often as the operator asks) — and handed to the core as a
+ * synthetic person property per leaf, so negation and AND/OR nesting stay the core's.
+ * Static cohorts referenced by the cohort use cohort_people.
+ *
+ * Persons are read through a cursor; memory is one page of persons plus one set of person ids
+ * per behavioural leaf.
+ */
+import { CohortTable, inCohort } from '../../evaluation/cohorts.js';
+import type { CohortDefinition } from '../../evaluation/types.js';
+import { errors } from '../../errors.js';
+import type { Sql } from '../db/connect.js';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** Persons read per cursor round trip. */
+const PERSON_PAGE = 1000;
+/** Prefix of the synthetic person property that carries a behavioural leaf's answer. */
+const LEAF_KEY = '$switchyard_behavioral_';
+
+/** Units of `time_interval`, in PostgreSQL interval words. */
+const INTERVALS: Readonly<Record<string, string>> = { hour: 'hours', day: 'days', week: 'weeks', month: 'months', year: 'years' };
+
+interface BehavioralLeaf { index: number; leaf: Obj }
+
+/** Start of a behavioural leaf's window. @throws ApiError 400 for an unreadable window. */
+export function windowStart(leaf: Obj, now: Date): Date {
+  const explicit = leaf.explicit_datetime;
+  if (typeof explicit === 'string' && explicit !== '') {
+    const rel = /^-(\d+)([hdwmy])$/.exec(explicit);
+    if (rel) {
+      const n = Number(rel[1]);
+      const unit = { h: 'hour', d: 'day', w: 'week', m: 'month', y: 'year' }[rel[2] as 'h']!;
+      return shift(now, n, unit);
+    }
+    const d = new Date(explicit);
+    if (Number.isNaN(d.getTime())) throw errors.validation(`explicit_datetime "${explicit}" is not a date.`, 'filters');
+    return d;
+  }
+  const value = Number(leaf.time_value ?? 30);
+  const unit = String(leaf.time_interval ?? 'day');
+  if (!Number.isFinite(value) || value < 0 || !(unit in INTERVALS)) throw errors.validation('time_value and time_interval must give a window such as 30 day.', 'filters');
+  return shift(now, value, unit);
+}
+
+function shift(now: Date, n: number, unit: string): Date {
+  const d = new Date(now);
+  switch (unit) {
+    case 'hour': d.setUTCHours(d.getUTCHours() - n); break;
+    case 'day': d.setUTCDate(d.getUTCDate() - n); break;
+    case 'week': d.setUTCDate(d.getUTCDate() - 7 * n); break;
+    case 'month': d.setUTCMonth(d.getUTCMonth() - n); break;
+    default: d.setUTCFullYear(d.getUTCFullYear() - n);
+  }
+  return d;
+}
+
+/** Replaces behavioural leaves of `node` with synthetic person leaves, collecting them. */
+function rewrite(node: unknown, leaves: BehavioralLeaf[]): unknown {
+  if (Array.isArray(node)) return node.map((n) => rewrite(n, leaves));
+  if (!isObj(node)) return node;
+  if (node.type === 'behavioral') {
+    const index = leaves.length;
+    leaves.push({ index, leaf: node });
+    return { type: 'person', key: `${LEAF_KEY}${index}`, operator: 'exact', value: ['true'], negation: node.negation === true };
+  }
+  const out: Obj = { ...node };
+  if ('properties' in node) out.properties = rewrite(node.properties, leaves);
+  if ('values' in node) out.values = rewrite(node.values, leaves);
+  return out;
+}
+
+const COUNT_OPERATORS: Readonly<Record<string, string>> = { gte: '>=', lte: '<=', gt: '>', lt: '<', exact: '=', eq: '=' };
+
+/** persons.id of the persons a behavioural leaf selects. */
+async function leafMembers(sql: Sql, projectId: number, leaf: Obj, now: Date): Promise<Set<number>> {
+  const event = String(leaf.key);
+  const since = windowStart(leaf, now);
+  const conditions = [];
+  for (const f of Array.isArray(leaf.event_filters) ? leaf.event_filters : []) {
+    if (!isObj(f) || typeof f.key !== 'string') continue;
+    const values = (Array.isArray(f.value) ? f.value : [f.value]).map(String);
+    const op = f.operator ?? 'exact';
+    if (op === 'exact') conditions.push(sql`AND e.properties->>${f.key} = ANY(${sql.array(values)}::text[])`);
+    else if (op === 'is_not') conditions.push(sql`AND (e.properties->>${f.key} IS NULL OR NOT e.properties->>${f.key} = ANY(${sql.array(values)}::text[]))`);
+    else if (op === 'is_set') conditions.push(sql`AND e.properties ? ${f.key}`);
+    else throw errors.validation(`Event filter operator "${String(op)}" is not supported in behavioral cohorts (exact, is_not, is_set).`, 'filters');
+  }
+  const multiple = leaf.value === 'performed_event_multiple';
+  const opSql = COUNT_OPERATORS[String(leaf.operator ?? 'gte')];
+  if (multiple && opSql === undefined) throw errors.validation(`Operator "${String(leaf.operator)}" is not supported for performed_event_multiple.`, 'filters');
+  const times = Number(leaf.operator_value ?? 1);
+  const rows = await sql<{ id: number }[]>`SELECT d.person_id::int AS id
+    FROM events e JOIN person_distinct_ids d ON d.project_id = e.project_id AND d.distinct_id = e.distinct_id
+    WHERE e.project_id = ${projectId} AND e.event = ${event} AND e.timestamp >= ${since} AND e.timestamp <= ${now}
+      ${conditions.reduce((a, c) => sql`${a} ${c}`, sql``)}
+    GROUP BY d.person_id
+    ${multiple ? sql`HAVING count(*) ${sql.unsafe(opSql!)} ${times}` : sql``}`;
+  return new Set(rows.map((r) => r.id));
+}
+
+/**
+ * Number of persons of the project in dynamic cohort `id`, as of `now`.
+ * @throws ApiError 400 when a behavioural leaf cannot be computed; 404 when the cohort is gone.
+ */
+export async function countCohortMembers(sql: Sql, projectId: number, id: number, timezone = 'UTC', now = new Date()): Promise<number> {
+  const cohorts = await sql<{ id: number; filters: Obj; is_static: boolean }[]>`
+    SELECT id::int AS id, filters, is_static FROM cohorts WHERE project_id = ${projectId} AND NOT deleted`;
+  const self = cohorts.find((c) => c.id === id);
+  if (!self) throw errors.notFound();
+  if (self.filters.properties === undefined) return 0;
+  const leaves: BehavioralLeaf[] = [];
+  const defs: Record<string, CohortDefinition> = {};
+  for (const c of cohorts) defs[String(c.id)] = { ...(rewrite(c.filters, leaves) as Obj), is_static: c.is_static } as CohortDefinition;
+  const members = await Promise.all(leaves.map((l) => leafMembers(sql, projectId, l.leaf, now)));
+  const table = new CohortTable(defs, timezone);
+  const compiled = table.resolve(id);
+  if (compiled.error !== null) throw errors.validation(`Cohort filters cannot be evaluated: ${compiled.error}`, 'filters');
+  let count = 0;
+  const cursor = sql<{ id: number; properties: Obj; cohort_ids: string[] }[]>`
+    SELECT p.id::int AS id, p.properties, ARRAY(SELECT cp.cohort_id FROM cohort_people cp WHERE cp.person_id = p.id) AS cohort_ids
+    FROM persons p WHERE p.project_id = ${projectId} ORDER BY p.id`.cursor(PERSON_PAGE);
+  for await (const page of cursor) {
+    for (const p of page) {
+      let person: Obj = p.properties;
+      if (leaves.length > 0) {
+        person = { ...p.properties };
+        for (let i = 0; i < leaves.length; i++) if (members[i]!.has(p.id)) person[`${LEAF_KEY}${i}`] = 'true';
+      }
+      const staticIds = p.cohort_ids.length > 0 ? new Set(p.cohort_ids.map(Number)) : null;
+      if (inCohort({ table, person, staticIds, nowMs: now.getTime(), memo: new Int8Array(table.size) }, id)) count++;
+    }
+  }
+  return count;
+}
