@@ -32,6 +32,8 @@ export interface FlagListQuery {
   /** `has_evaluation_tags`: true → at least one, false → none. */
   hasEvaluationTags?: boolean;
   order: { field: OrderField; desc: boolean };
+  /** Only flags an experiment may use (E10): multivariate, ≥ 2 variants, the first `control`. */
+  eligibleForExperiments?: boolean;
 }
 
 /**

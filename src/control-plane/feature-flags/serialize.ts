@@ -2,8 +2,9 @@
  * A stored flag → its read shape (spec/API.md §2.3; research/posthog-management-api.md §1.1),
  * returned by list, create, retrieve and update.
  *
- * Switchyard has no experiments, surveys, early-access features or dashboards yet, so
- * `experiment_set`, `surveys`, `features` are `[]` and `usage_dashboard` is null (PostHog creates
+ * `experiment_set` lists the live experiments using the flag. Switchyard has no surveys,
+ * early-access features or dashboards yet, so `surveys`, `features` are `[]` and
+ * `usage_dashboard` is null (PostHog creates
  * a usage dashboard on create; Switchyard does not). Every caller holding a key with the flag's
  * scope may edit it: `can_edit` true, `user_access_level` `"editor"`.
  */
@@ -127,7 +128,7 @@ export function serializeFlag(row: FlagRow, cohortNames: ReadonlyMap<number, str
     is_simple_flag: simple,
     rollout_percentage: rollout,
     ensure_experience_continuity: row.ensure_experience_continuity,
-    experiment_set: [],
+    experiment_set: row.experiment_set ?? [],
     surveys: [],
     features: [],
     rollback_conditions: row.rollback_conditions ?? null,

@@ -28,7 +28,8 @@ function translate(e: unknown): never {
 
 /** Columns of a flag row plus its two embedded users. `f` is `feature_flags`. */
 function selectRows(h: Handle) {
-  return h`SELECT f.*, to_jsonb(cu) AS created_by, to_jsonb(mu) AS last_modified_by
+  return h`SELECT f.*, to_jsonb(cu) AS created_by, to_jsonb(mu) AS last_modified_by,
+      ARRAY(SELECT e.id::int FROM experiments e WHERE e.feature_flag_id = f.id AND NOT e.deleted ORDER BY e.id) AS experiment_set
     FROM feature_flags f
     LEFT JOIN users cu ON cu.id = f.created_by_id
     LEFT JOIN users mu ON mu.id = f.last_modified_by_id`;
@@ -202,8 +203,13 @@ export async function listFlags(h: Handle, projectId: number, q: FlagListQuery, 
   const variants = h`(CASE WHEN jsonb_typeof(f.filters->'multivariate'->'variants') = 'array' THEN jsonb_array_length(f.filters->'multivariate'->'variants') ELSE 0 END)`;
   if (q.type === 'boolean') conds.push(h`${variants} = 0`);
   else if (q.type === 'multivariant') conds.push(h`${variants} > 0`);
-  else if (q.type === 'experiment') conds.push(h`false`); // no experiments table yet: no flag is linked to one
+  else if (q.type === 'experiment') conds.push(h`EXISTS (SELECT 1 FROM experiments e WHERE e.feature_flag_id = f.id AND NOT e.deleted)`);
   else if (q.type === 'remote_config') conds.push(h`f.is_remote_configuration`);
+  if (q.eligibleForExperiments) {
+    // E10 (research §3.8): at least two variants, the first `control`; not a survey's or product tour's internal flag.
+    conds.push(h`${variants} >= 2 AND f.filters->'multivariate'->'variants'->0->>'key' = 'control'
+      AND f.creation_context NOT IN ('surveys', 'product_tours')`);
+  }
   if (q.search !== undefined) {
     const p = containsPattern(q.search);
     conds.push(h`(f.key ILIKE ${p} OR f.name ILIKE ${p})`);

@@ -22,6 +22,8 @@ export const MAX_PROPERTY_VALUES = 1000;
 
 /** A `feature_flags` row plus the embedded users, as {@link FlagStore} returns it. */
 export interface FlagRow {
+  /** Ids of live experiments using the flag (read with the row). */
+  experiment_set?: number[];
   id: number;
   project_id: number;
   key: string;

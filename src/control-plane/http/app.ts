@@ -11,6 +11,7 @@ import { featureFlagRemoteConfigRoutes } from '../feature-flags/remote-config-ro
 import { eventDefinitionRoutes } from '../event-definitions/routes.js';
 import { personalApiKeyRoutes } from '../keys/routes.js';
 import { cohortRoutes } from '../cohorts/routes.js';
+import { experimentRoutes } from '../experiments/routes.js';
 
 /** All management routes. */
 export function allRoutes(deps: Deps): Route[] {
@@ -23,5 +24,6 @@ export function allRoutes(deps: Deps): Route[] {
     ...featureFlagRemoteConfigRoutes(deps),
     ...eventDefinitionRoutes(deps),
     ...cohortRoutes(deps),
+    ...experimentRoutes(deps),
   ];
 }
