@@ -12,6 +12,7 @@ import { eventDefinitionRoutes } from '../event-definitions/routes.js';
 import { personalApiKeyRoutes } from '../keys/routes.js';
 import { cohortRoutes } from '../cohorts/routes.js';
 import { experimentRoutes } from '../experiments/routes.js';
+import { queryRoutes } from '../experiments/results/routes.js';
 
 /** All management routes. */
 export function allRoutes(deps: Deps): Route[] {
@@ -25,5 +26,6 @@ export function allRoutes(deps: Deps): Route[] {
     ...eventDefinitionRoutes(deps),
     ...cohortRoutes(deps),
     ...experimentRoutes(deps),
+    ...queryRoutes(deps),
   ];
 }

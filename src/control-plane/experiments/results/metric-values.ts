@@ -1,0 +1,179 @@
+/**
+ * Per-entity metric values of the exposed entities (research/experiments.md §3), materialised
+ * as the temporary table `exp_values(entity, variant, value, denom, step)`:
+ *
+ * - mean: metric events at/after the entity's first exposure and, with a conversion window W,
+ *   before its last exposure + W (events `[start, end + W)`); value by `math` — total (count),
+ *   sum/avg/min/max of the numeric property (missing or non-numeric → 0), unique_session,
+ *   dau, unique_group; entities without events count as 0.
+ * - ratio: numerator and denominator each as a mean source (`value`, `denom`).
+ * - funnel: the exposure is step 0; steps 1…k from the first exposure within W (default three
+ *   years), ordered (each step at/after the previous one; the earliest next event is taken,
+ *   which maximises the steps reached) or unordered; `step` = highest step reached, value 1 when
+ *   every step was reached.
+ * - retention: only entities with a start event at/after their first exposure; start = the
+ *   first (or last) such event; retained (1) when a later completion event falls between
+ *   start + window_start and start + window_end units (day or hour, truncated in the project's
+ *   time zone).
+ */
+import type { Tx } from '../../db/connect.js';
+import { errors } from '../../../errors.js';
+import { eventFiltersSql, numericProperty } from './event-filters.js';
+import { entitySql, personJoinSql } from './exposures.js';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** Seconds per conversion-window unit (`month` is 30 days, as PostHog). */
+export const WINDOW_UNIT_SECONDS: Readonly<Record<string, number>> = { second: 1, minute: 60, hour: 3600, day: 86_400, week: 604_800, month: 2_592_000 };
+/** A funnel's window when the metric sets none (PostHog's UDF default: three years). */
+export const DEFAULT_FUNNEL_WINDOW_SECONDS = 3 * 365 * 86_400;
+
+/** Where and how the values are computed. */
+export interface ValueSpec {
+  projectId: number;
+  groupIndex: number | null;
+  start: Date;
+  end: Date;
+  timezone: string;
+}
+
+/** The metric's conversion window in seconds (0 = none). */
+export function windowSeconds(metric: Obj): number {
+  const n = Number(metric.conversion_window ?? 0);
+  if (!(n > 0)) return 0;
+  return n * (WINDOW_UNIT_SECONDS[String(metric.conversion_window_unit ?? 'day')] ?? 86_400);
+}
+
+/** SELECT of one source's events (entity, ts, num, session, grp) up to `until` (`inclusive` or not). */
+function sourceEvents(tx: Tx, s: ValueSpec, source: unknown, attr: string, until: Date, inclusive: boolean) {
+  if (!isObj(source) || source.kind !== 'EventsNode') throw errors.validation('Only EventsNode sources can be computed from Switchyard\'s event store.', attr);
+  const event = source.event;
+  const mathProperty = typeof source.math_property === 'string' ? source.math_property : null;
+  const groupKey = `$group_${Number(source.math_group_type_index ?? 0)}`;
+  return tx`SELECT ${entitySql(tx, s.groupIndex)} AS entity, e.timestamp AS ts,
+      ${mathProperty ? numericProperty(tx, mathProperty) : tx`0::float8`} AS num,
+      (e.properties->>'$session_id') AS session, (e.properties->>${groupKey}) AS grp
+    FROM events e ${personJoinSql(tx, s.groupIndex)}
+    WHERE e.project_id = ${s.projectId} ${typeof event === 'string' ? tx`AND e.event = ${event}` : tx``}
+      AND e.timestamp >= ${s.start} AND ${inclusive ? tx`e.timestamp <= ${until}` : tx`e.timestamp < ${until}`}
+      AND ${eventFiltersSql(tx, source.properties, `${attr}__properties`)}`;
+}
+
+/** Aggregate of a source's events per entity, by `math`. */
+function aggregate(tx: Tx, source: Obj, attr: string) {
+  switch (source.math ?? 'total') {
+    case 'total': return tx`count(*)::float8`;
+    case 'sum': return tx`sum(s.num)`;
+    case 'avg': return tx`avg(s.num)`;
+    case 'min': return tx`min(s.num)`;
+    case 'max': return tx`max(s.num)`;
+    case 'unique_session': return tx`count(DISTINCT NULLIF(s.session, ''))::float8`;
+    case 'dau': return tx`1::float8`;
+    case 'unique_group': return tx`count(DISTINCT s.grp)::float8`;
+    default: throw errors.validation(`math "${String(source.math)}" cannot be computed here.`, `${attr}__math`);
+  }
+}
+
+/** Creates `table(entity, value)` for one mean-like source. */
+async function sourceValues(tx: Tx, table: string, s: ValueSpec, source: unknown, attr: string, w: number): Promise<void> {
+  const until = new Date(s.end.getTime() + w * 1000);
+  const events = sourceEvents(tx, s, source, attr, until, w === 0);
+  await tx`CREATE TEMP TABLE ${tx(table)} ON COMMIT DROP AS
+    SELECT x.entity, ${aggregate(tx, source as Obj, attr)} AS value
+    FROM exp_exposed x JOIN (${events}) s ON s.entity = x.entity AND s.ts >= x.first_exposure
+      ${w > 0 ? tx`AND s.ts < x.last_exposure + make_interval(secs => ${w})` : tx``}
+    GROUP BY x.entity`;
+}
+
+/** Step events of a funnel or retention, `exp_steps(entity, k, ts)`, for exposed entities only. */
+async function stepEvents(tx: Tx, s: ValueSpec, sources: unknown[], attr: string, w: number): Promise<void> {
+  await tx`CREATE TEMP TABLE exp_steps (entity text, k int, ts timestamptz) ON COMMIT DROP`;
+  const until = new Date(s.end.getTime() + w * 1000);
+  for (const [i, source] of sources.entries()) {
+    const events = sourceEvents(tx, s, source, `${attr}__${i}`, until, true);
+    await tx`INSERT INTO exp_steps SELECT x.entity, ${i + 1}, s.ts
+      FROM exp_exposed x JOIN (${events}) s ON s.entity = x.entity AND s.ts >= x.first_exposure
+        AND s.ts <= x.first_exposure + make_interval(secs => ${w})`;
+  }
+  await tx`CREATE INDEX ON exp_steps (entity, k, ts)`;
+  await tx`ANALYZE exp_steps`;
+}
+
+/** Creates `exp_values` for `metric`. @throws ApiError 400 for a metric that cannot be computed. */
+export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj): Promise<void> {
+  const w = windowSeconds(metric);
+  switch (metric.metric_type) {
+    case 'mean': {
+      await sourceValues(tx, 'exp_src0', s, metric.source, 'metric__source', w);
+      await tx`CREATE TEMP TABLE exp_values ON COMMIT DROP AS SELECT x.entity, x.variant, COALESCE(v.value, 0)::float8 AS value,
+        1::float8 AS denom, 0 AS step FROM exp_exposed x LEFT JOIN exp_src0 v ON v.entity = x.entity`;
+      return;
+    }
+    case 'ratio': {
+      await sourceValues(tx, 'exp_src0', s, metric.numerator, 'metric__numerator', w);
+      await sourceValues(tx, 'exp_src1', s, metric.denominator, 'metric__denominator', w);
+      await tx`CREATE TEMP TABLE exp_values ON COMMIT DROP AS SELECT x.entity, x.variant, COALESCE(a.value, 0)::float8 AS value,
+        COALESCE(b.value, 0)::float8 AS denom, 0 AS step
+        FROM exp_exposed x LEFT JOIN exp_src0 a ON a.entity = x.entity LEFT JOIN exp_src1 b ON b.entity = x.entity`;
+      return;
+    }
+    case 'funnel': {
+      const steps = Array.isArray(metric.series) ? metric.series : [];
+      const fw = w > 0 ? w : DEFAULT_FUNNEL_WINDOW_SECONDS;
+      await stepEvents(tx, s, steps, 'metric__series', fw);
+      const k = steps.length;
+      if (metric.funnel_order_type === 'unordered') {
+        await tx`CREATE TEMP TABLE exp_values ON COMMIT DROP AS SELECT x.entity, x.variant,
+          (CASE WHEN COALESCE(r.reached, 0) = ${k} THEN 1 ELSE 0 END)::float8 AS value, 1::float8 AS denom, COALESCE(r.reached, 0) AS step
+          FROM exp_exposed x LEFT JOIN (SELECT entity, count(DISTINCT k)::int AS reached FROM exp_steps GROUP BY entity) r ON r.entity = x.entity`;
+        return;
+      }
+      await tx`CREATE TEMP TABLE exp_funnel ON COMMIT DROP AS SELECT entity, variant, first_exposure AS t, 0 AS reached FROM exp_exposed`;
+      await tx`CREATE INDEX ON exp_funnel (entity)`;
+      for (let step = 1; step <= k; step++) {
+        await tx`UPDATE exp_funnel f SET t = sub.ts, reached = ${step}
+          FROM (SELECT f2.entity, min(st.ts) AS ts FROM exp_funnel f2 JOIN exp_steps st ON st.entity = f2.entity AND st.k = ${step} AND st.ts >= f2.t
+                WHERE f2.reached = ${step - 1} GROUP BY f2.entity) sub
+          WHERE f.entity = sub.entity`;
+      }
+      await tx`CREATE TEMP TABLE exp_values ON COMMIT DROP AS SELECT entity, variant, (CASE WHEN reached = ${k} THEN 1 ELSE 0 END)::float8 AS value,
+        1::float8 AS denom, reached AS step FROM exp_funnel`;
+      return;
+    }
+    case 'retention': {
+      await stepEvents(tx, s, [metric.start_event, metric.completion_event], 'metric__retention', Math.max(w, DEFAULT_FUNNEL_WINDOW_SECONDS));
+      const unit = metric.retention_window_unit === 'hour' ? 'hour' : 'day';
+      const from = Number(metric.retention_window_start ?? 0);
+      const to = Number(metric.retention_window_end ?? from);
+      if (!Number.isInteger(from) || !Number.isInteger(to) || to < from) throw errors.validation('retention_window_start and retention_window_end must be integers, start ≤ end.', 'metric');
+      const pick = metric.start_handling === 'last_seen' ? tx`max(ts)` : tx`min(ts)`;
+      await tx`CREATE TEMP TABLE exp_values ON COMMIT DROP AS
+        SELECT x.entity, x.variant,
+          (CASE WHEN EXISTS (SELECT 1 FROM exp_steps c WHERE c.entity = x.entity AND c.k = 2 AND c.ts > st.start_ts
+            AND date_trunc(${unit}, c.ts AT TIME ZONE ${s.timezone})
+              BETWEEN date_trunc(${unit}, st.start_ts AT TIME ZONE ${s.timezone}) + make_interval(${unit === 'hour' ? tx`hours` : tx`days`} => ${from})
+                  AND date_trunc(${unit}, st.start_ts AT TIME ZONE ${s.timezone}) + make_interval(${unit === 'hour' ? tx`hours` : tx`days`} => ${to}))
+          THEN 1 ELSE 0 END)::float8 AS value, 1::float8 AS denom, 0 AS step
+        FROM exp_exposed x JOIN (SELECT entity, ${pick} AS start_ts FROM exp_steps WHERE k = 1 AND ts <= ${s.end} GROUP BY entity) st ON st.entity = x.entity`;
+      return;
+    }
+    default:
+      throw errors.validation(`metric_type "${String(metric.metric_type)}" cannot be computed.`, 'metric__metric_type');
+  }
+}
+
+/** Clamps `exp_values.value` to PostHog's winsorization bounds (pooled over every variant). */
+export async function winsorize(tx: Tx, lower: number | null, upper: number | null, ignoreZeros: boolean): Promise<void> {
+  const bound = async (p: number, where: ReturnType<Tx>) => {
+    const [{ n }] = await tx<{ n: number }[]>`SELECT count(*)::int AS n FROM exp_values WHERE ${where}`;
+    if (!n) return null;
+    const index = Math.min(Math.floor(p * n), n - 1); // quantileExact: sorted[floor(p·N)], not percentile_disc
+    const [row] = await tx<{ value: number }[]>`SELECT value FROM exp_values WHERE ${where} ORDER BY value OFFSET ${index} LIMIT 1`;
+    return row?.value ?? null;
+  };
+  const lo = lower === null ? null : await bound(lower, tx`TRUE`);
+  const hi = upper === null ? null : await bound(upper, ignoreZeros ? tx`value <> 0` : tx`TRUE`);
+  if (lo !== null) await tx`UPDATE exp_values SET value = ${lo} WHERE value < ${lo}`;
+  if (hi !== null) await tx`UPDATE exp_values SET value = ${hi} WHERE value > ${hi}`;
+}

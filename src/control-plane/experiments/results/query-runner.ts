@@ -1,0 +1,182 @@
+/**
+ * `ExperimentQuery` (issue 12 item 1; research/experiments.md §1–§4): one metric of one
+ * experiment computed from the captured events — exposures (exposures.ts), per-entity values
+ * (metric-values.ts), per-variant sufficient statistics, PostHog's validation failures, then the
+ * statistics module — answered as PostHog's `ExperimentQueryResponse`.
+ *
+ * Per-variant statistics: `number_of_samples`, `sum`, `sum_squares`; funnels add `step_counts`
+ * (`step_counts[i]` = entities reaching at least step i + 1); ratio and retention add
+ * `denominator_sum`, `denominator_sum_squares`, `numerator_denominator_sum_product`.
+ * Validation failures: `not-enough-exposures` (< 50), `not-enough-metric-data` (a funnel or
+ * retention arm with sum < 5), `baseline-mean-is-zero`; when the baseline fails no variant
+ * gets statistics, and a failing variant gets none either (fields null, `significant` false).
+ * Arms: the baseline is `stats_config.baseline_variant_key`, else `control`, else the first
+ * variant; variants follow the flag's order, zero-filled when unseen; the holdout is no arm.
+ */
+import type { Sql } from '../../db/connect.js';
+import { errors } from '../../../errors.js';
+import { analyze } from '../../../stats/analyze.js';
+import * as store from '../store.js';
+import { validateMetric } from '../metrics.js';
+import { materializeExposures } from './exposures.js';
+import { materializeValues, winsorize } from './metric-values.js';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** Fewest exposures per arm before statistics are computed (PostHog). */
+export const MIN_EXPOSURES = 50;
+/** Fewest conversions per arm of a funnel or retention metric (PostHog). */
+export const MIN_CONVERSIONS = 5;
+
+interface VariantAggregate {
+  key: string; n: number; sum: number; sum_squares: number; denominator_sum: number; denominator_sum_squares: number;
+  numerator_denominator_sum_product: number; step_counts?: number[];
+}
+
+/** Options of one run. */
+export interface RunOptions {
+  /** Compute as of this instant (timeseries); default: the end date, else now. */
+  asOf?: Date;
+}
+
+/**
+ * Runs `query` (`{kind: "ExperimentQuery", experiment_id, metric}`) for the project.
+ * @throws ApiError 400 for a bad query, a draft experiment or a metric that cannot be computed; 404 for an unknown experiment.
+ */
+export async function runExperimentQuery(sql: Sql, projectId: number, query: unknown, opts: RunOptions = {}): Promise<Obj> {
+  if (!isObj(query)) throw errors.validation('query must be an object.', 'query');
+  if (query.kind !== 'ExperimentQuery') throw errors.validation(`Query kind ${JSON.stringify(query.kind ?? null)} is not supported; use "ExperimentQuery".`, 'query');
+  if (query.experiment_id === undefined || query.experiment_id === null) throw errors.validation('experiment_id is required', 'experiment_id');
+  const id = Number(query.experiment_id);
+  const experiment = Number.isSafeInteger(id) ? await store.getExperiment(sql, projectId, id) : null;
+  if (!experiment || experiment.deleted) throw errors.validation(`Experiment with id ${String(query.experiment_id)} not found`, 'experiment_id', 'not_found');
+  if (experiment.start_date === null) throw errors.validation('The experiment has not started: launch it (set start_date) to compute results.', 'experiment_id');
+  const metric = validateMetric(query.metric, 'metric');
+
+  const [flag] = await sql<{ key: string; filters: Obj }[]>`SELECT key, filters FROM feature_flags WHERE id = ${experiment.feature_flag_id}`;
+  if (!flag) throw errors.validation('Experiment does not have a feature flag', null);
+  const [project] = await sql<{ timezone: string }[]>`SELECT timezone FROM projects WHERE id = ${projectId}`;
+  const variants = (((flag.filters.multivariate as Obj | undefined)?.variants as Obj[] | undefined) ?? []).map((v) => String(v.key));
+  if (variants.length === 0) throw errors.validation('The experiment\'s flag has no variants.', null);
+  const stats = experiment.stats_config ?? {};
+  const baselineKey = typeof stats.baseline_variant_key === 'string' && variants.includes(stats.baseline_variant_key) ? stats.baseline_variant_key
+    : variants.includes('control') ? 'control' : variants[0]!;
+  // The window ends at min(as_of, end_date); as_of defaults to the end date, else now (research §2.1).
+  const asOf = opts.asOf ?? experiment.end_date ?? new Date();
+  const end = experiment.end_date !== null && experiment.end_date < asOf ? experiment.end_date : asOf;
+  const groupIndex = typeof flag.filters.aggregation_group_type_index === 'number' ? flag.filters.aggregation_group_type_index : null;
+  const criteria = experiment.exposure_criteria ?? {};
+
+  const aggregates = await sql.begin(async (tx) => {
+    await materializeExposures(tx, {
+      projectId, flagKey: flag.key, variants, start: experiment.start_date!, end, groupIndex,
+      exposureConfig: isObj(criteria.exposure_config) ? criteria.exposure_config : null,
+      multipleHandling: criteria.multiple_variant_handling === 'first_seen' ? 'first_seen' : 'exclude',
+    });
+    await materializeValues(tx, { projectId, groupIndex, start: experiment.start_date!, end, timezone: project?.timezone ?? 'UTC' }, metric);
+    if (metric.metric_type === 'mean' && (metric.lower_bound_percentile != null || metric.upper_bound_percentile != null)) {
+      await winsorize(tx, (metric.lower_bound_percentile as number | null) ?? null, (metric.upper_bound_percentile as number | null) ?? null, metric.ignore_zeros === true);
+    }
+    const rows = await tx<{ variant: string; n: number; s: number; ss: number; ds: number; dss: number; p: number }[]>`
+      SELECT variant, count(*)::int AS n, COALESCE(sum(value), 0)::float8 AS s, COALESCE(sum(value * value), 0)::float8 AS ss,
+        COALESCE(sum(denom), 0)::float8 AS ds, COALESCE(sum(denom * denom), 0)::float8 AS dss, COALESCE(sum(value * denom), 0)::float8 AS p
+      FROM exp_values GROUP BY variant`;
+    const steps = metric.metric_type === 'funnel'
+      ? await tx<{ variant: string; step: number; n: number }[]>`SELECT variant, step, count(*)::int AS n FROM exp_values GROUP BY variant, step`
+      : [];
+    return { rows, steps };
+  }) as { rows: { variant: string; n: number; s: number; ss: number; ds: number; dss: number; p: number }[]; steps: { variant: string; step: number; n: number }[] };
+
+  const stepCount = Array.isArray(metric.series) ? metric.series.length : 0;
+  const byVariant = new Map(aggregates.rows.map((r) => [r.variant, r]));
+  const arms: VariantAggregate[] = variants.map((key) => {
+    const r = byVariant.get(key);
+    const a: VariantAggregate = {
+      key, n: r?.n ?? 0, sum: r?.s ?? 0, sum_squares: r?.ss ?? 0, denominator_sum: r?.ds ?? 0, denominator_sum_squares: r?.dss ?? 0,
+      numerator_denominator_sum_product: r?.p ?? 0,
+    };
+    if (metric.metric_type === 'funnel') {
+      a.step_counts = Array.from({ length: stepCount }, (_, i) => aggregates.steps.filter((s) => s.variant === key && s.step >= i + 1).reduce((t, s) => t + s.n, 0));
+    }
+    return a;
+  });
+  return present(metric, arms, baselineKey, stats);
+}
+
+/** PostHog's base statistics of one arm. */
+function base(metric: Obj, a: VariantAggregate): Obj {
+  const out: Obj = { key: a.key, number_of_samples: a.n, sum: a.sum, sum_squares: a.sum_squares };
+  if (a.step_counts) out.step_counts = a.step_counts;
+  if (metric.metric_type === 'ratio' || metric.metric_type === 'retention') {
+    out.denominator_sum = a.denominator_sum;
+    out.denominator_sum_squares = a.denominator_sum_squares;
+    out.numerator_denominator_sum_product = a.numerator_denominator_sum_product;
+  }
+  return out;
+}
+
+/** The statistics module's input for one arm. */
+function statisticOf(metric: Obj, a: VariantAggregate): Obj {
+  switch (metric.metric_type) {
+    case 'funnel': return { key: a.key, type: 'proportion', n: a.n, sum: a.sum };
+    case 'ratio': case 'retention':
+      return {
+        key: a.key, type: 'ratio', n: a.n, numerator: { n: a.n, sum: a.sum, sum_squares: a.sum_squares },
+        denominator: { n: a.n, sum: a.denominator_sum, sum_squares: a.denominator_sum_squares }, sum_of_products: a.numerator_denominator_sum_product,
+      };
+    default: return { key: a.key, n: a.n, sum: a.sum, sum_squares: a.sum_squares };
+  }
+}
+
+function failures(metric: Obj, a: VariantAggregate, isBaseline: boolean): string[] {
+  const out: string[] = [];
+  if (a.n < MIN_EXPOSURES) out.push('not-enough-exposures');
+  if ((metric.metric_type === 'funnel' || metric.metric_type === 'retention') && a.sum < MIN_CONVERSIONS) out.push('not-enough-metric-data');
+  if (isBaseline && a.sum === 0) out.push('baseline-mean-is-zero');
+  return out;
+}
+
+/** PostHog's `difference_type` is read by enum name: only RELATIVE / ABSOLUTE (upper case) count. */
+function differenceType(stats: Obj, section: Obj | undefined): 'relative' | 'absolute' {
+  return section?.difference_type === 'ABSOLUTE' || stats.difference_type === 'ABSOLUTE' ? 'absolute' : 'relative';
+}
+
+function present(metric: Obj, arms: VariantAggregate[], baselineKey: string, stats: Obj): Obj {
+  const method = stats.method === 'frequentist' ? 'frequentist' : 'bayesian';
+  const section = (isObj(stats[method]) ? stats[method] : undefined) as Obj | undefined;
+  const baseline = arms.find((a) => a.key === baselineKey)!;
+  const baselineFailures = failures(metric, baseline, true);
+  const config: Obj = {
+    baseline_key: baselineKey, difference_type: differenceType(stats, section),
+    ...(typeof section?.ci_level === 'number' ? { ci_level: section.ci_level } : {}),
+    ...(typeof section?.alpha === 'number' ? { alpha: section.alpha } : {}),
+    ...(section?.sequential_testing_enabled === true ? { sequential_testing_enabled: true } : {}),
+    ...(typeof section?.sequential_tuning_parameter === 'number' ? { sequential_tuning_parameter: section.sequential_tuning_parameter } : {}),
+    ...(metric.goal === 'decrease' ? { goal: 'decrease' } : {}),
+  };
+  const computed = new Map<string, Obj>();
+  const eligible = arms.filter((a) => a !== baseline && failures(metric, a, false).length === 0);
+  if (baselineFailures.length === 0 && eligible.length > 0) {
+    const result = analyze({ method, config, variants: [statisticOf(metric, baseline), ...eligible.map((a) => statisticOf(metric, a))] });
+    for (const r of result.variant_results as Obj[]) computed.set(String(r.key), r);
+  }
+  const empty = method === 'bayesian' ? { chance_to_win: null, credible_interval: null } : { p_value: null, confidence_interval: null };
+  const variantResults = arms.filter((a) => a !== baseline).map((a) => {
+    const r = computed.get(a.key);
+    const stat = r && r.error === undefined
+      ? (method === 'bayesian'
+        ? { chance_to_win: r.chance_to_win, credible_interval: r.credible_interval }
+        : { p_value: r.p_value, confidence_interval: r.confidence_interval })
+      : empty;
+    return { ...base(metric, a), method, ...stat, significant: r?.significant === true, validation_failures: failures(metric, a, false) };
+  });
+  return {
+    kind: 'ExperimentQueryResponse',
+    baseline: { ...base(metric, baseline), validation_failures: baselineFailures },
+    variant_results: variantResults,
+    breakdown_results: null,
+    metric: { ...metric },
+    stats_method: method,
+  };
+}
