@@ -70,6 +70,11 @@ export interface Config {
    */
   readonly apiSustainedRatePerHour: number;
   /**
+   * Whether this control plane works experiment timeseries jobs (`SWITCHYARD_TIMESERIES_WORKER`,
+   * default true); with false it only enqueues them for another control plane to run.
+   */
+  readonly timeseriesWorker: boolean;
+  /**
    * Longest a pool task (one batch of /flags jobs) may run, in milliseconds; then its worker is
    * replaced and its requests answer 503 `evaluation_timeout` (issue 8 item 3).
    */
@@ -164,6 +169,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     definitionsRatePerMinute: int(env, 'SWITCHYARD_DEFINITIONS_RATE_PER_MINUTE', 600, 0, 1_000_000_000),
     apiBurstRatePerMinute: int(env, 'SWITCHYARD_API_BURST_RATE_PER_MINUTE', 480, 0, 1_000_000_000),
     apiSustainedRatePerHour: int(env, 'SWITCHYARD_API_SUSTAINED_RATE_PER_HOUR', 4_800, 0, 1_000_000_000),
+    timeseriesWorker: (env.SWITCHYARD_TIMESERIES_WORKER ?? 'true').toLowerCase() !== 'false',
     geoipDbPath: str(env, 'SWITCHYARD_GEOIP_DB') ?? defaultGeoipDbPath(),
     bootstrapPersonalApiKey: prefixed(env, 'SWITCHYARD_BOOTSTRAP_PERSONAL_API_KEY', 'phx_'),
     bootstrapProjectApiKey: prefixed(env, 'SWITCHYARD_BOOTSTRAP_PROJECT_API_KEY', 'phc_'),

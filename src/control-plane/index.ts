@@ -1,5 +1,6 @@
 /**
- * The control plane: migrations (under an advisory lock), first-start bootstrap, the
+ * The control plane: migrations (under an advisory lock), first-start bootstrap, the experiment
+ * timeseries job queue (pg-boss, started when used), the
  * management API over HTTP, the gRPC service the evaluation nodes watch and report to, and a
  * periodic quota refresh (a new month lifts limits).
  */
@@ -12,6 +13,7 @@ import { startHttpServer, type RunningHttp } from './http/server.js';
 import { allRoutes } from './http/app.js';
 import { startGrpcServer, type GrpcServer } from './grpc/server.js';
 import { refreshAllQuotas } from './quota/service.js';
+import { TimeseriesQueue } from './experiments/timeseries/queue.js';
 
 /** How often limits are re-evaluated against the current month, in milliseconds. */
 export const QUOTA_REFRESH_INTERVAL_MS = 60_000;
@@ -37,7 +39,10 @@ export async function startControlPlane(config: Config, log: Logger, databaseUrl
     const applied = await migrate(sql);
     if (applied.length > 0) log.info({ migrations: applied }, 'applied migrations');
     const boot = await bootstrap(sql, config);
-    const deps = { sql, config, log: log.child({ component: 'control-plane' }) };
+    const jobs = new TimeseriesQueue(databaseUrl, sql, log.child({ component: 'jobs' }), config.timeseriesWorker);
+    started.push(jobs);
+    await jobs.resume();
+    const deps = { sql, config, log: log.child({ component: 'control-plane' }), jobs };
     const grpc = config.clusterToken === null ? null : await startGrpcServer({ sql, config, log });
     if (grpc) started.push(grpc);
     else log.warn('SWITCHYARD_CLUSTER_TOKEN is not set: gRPC is off and no evaluation node can connect');
@@ -66,6 +71,7 @@ export async function startControlPlane(config: Config, log: Logger, databaseUrl
           clearInterval(quotaTimer);
           await http.close();
           await grpc?.close();
+          await jobs.close();
           await sql.end({ timeout: 5 });
         })();
         return closing;

@@ -6,6 +6,7 @@
  * |---|---|
  * | GET /experiments (E1), GET /experiments/:id (E3), GET /experiments/requires_flag_implementation (E11) | experiment:read |
  * | POST /experiments (E2), PATCH/PUT /experiments/:id (E4), DELETE (E5 → 405), POST …/create_exposure_cohort_for_experiment (E6), POST …/duplicate (E7) | experiment:write |
+ * | POST …/recalculate_timeseries (E8) | experiment:write |; GET …/timeseries_results (E9) | experiment:read |
  * | GET /experiments/eligible_feature_flags (E10) | feature_flag:read |
  * | /experiment_holdouts (list, create, retrieve, update, DELETE → 204) | experiment_holdout:read / :write |
  * | /experiment_saved_metrics (list, create, retrieve, update, DELETE → 204) | experiment_saved_metric:read / :write |
@@ -24,6 +25,7 @@ import { CohortService } from '../cohorts/service.js';
 import { ExperimentService, parseExperimentListQuery } from './service.js';
 import { HoldoutService } from './holdouts.js';
 import { SavedMetricService } from './saved-metrics.js';
+import { TimeseriesService } from './timeseries/service.js';
 
 const P = '/api/projects/:project_id';
 const LIST = projectParams();
@@ -80,6 +82,7 @@ export function experimentRoutes(deps: Deps): Route[] {
   const experiments = new ExperimentService(deps.sql, flags, new CohortService(deps.sql, deps.log));
   const holdouts = new HoldoutService(deps.sql, flags);
   const saved = new SavedMetricService(deps.sql);
+  const timeseries = new TimeseriesService(deps.sql, deps.jobs);
   const E = `${P}/experiments`;
   const H = `${P}/experiment_holdouts`;
   const S = `${P}/experiment_saved_metrics`;
@@ -161,6 +164,26 @@ export function experimentRoutes(deps: Deps): Route[] {
       schema: { summary: "Create a cohort of the users exposed to the experiment (E6)", tags, params: ONE, validatedBy: 'service' },
       async handler(ctx) {
         return { status: 201, body: await experiments.createExposureCohort(ctx.project.id, ctx.auth.userId, numericId(ctx)) };
+      },
+    },
+    {
+      method: 'POST', path: `${E}/:id/recalculate_timeseries`, scope: 'experiment:write',
+      schema: {
+        summary: 'Recalculate the daily cumulative results of one metric (E8)', tags, params: ONE, validatedBy: 'service',
+        body: object({ metric: { type: 'object', description: 'The full metric, with its uuid.' }, fingerprint: str('The metric\'s fingerprint.') }, ['metric', 'fingerprint']),
+      },
+      async handler(ctx) {
+        return timeseries.recalculate(ctx.project.id, numericId(ctx), ctx.body);
+      },
+    },
+    {
+      method: 'GET', path: `${E}/:id/timeseries_results`, scope: 'experiment:read',
+      schema: {
+        summary: 'Daily cumulative results of one metric (E9)', tags, params: ONE, validatedBy: 'service',
+        querystring: object({ metric_uuid: str('The metric\'s uuid.'), fingerprint: str('The metric\'s fingerprint.') }, ['metric_uuid', 'fingerprint']),
+      },
+      async handler(ctx) {
+        return { status: 200, body: await timeseries.results(ctx.project.id, numericId(ctx), ctx.query) };
       },
     },
     {

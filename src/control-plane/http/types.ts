@@ -7,6 +7,7 @@ import type { Sql } from '../db/connect.js';
 import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { ProjectSettings } from '../change-log/entities.js';
+import type { TimeseriesQueue } from '../experiments/timeseries/queue.js';
 
 /** The authenticated personal API key behind a request. */
 export interface AuthContext {
@@ -109,4 +110,6 @@ export interface Deps {
   sql: Sql;
   config: Config;
   log: Logger;
+  /** The experiment timeseries job queue (absent where no job queue runs: E8 answers 503). */
+  jobs?: TimeseriesQueue;
 }
