@@ -3,7 +3,7 @@
 NODE ?= node
 TEST_ARGS ?=
 
-.PHONY: all install build browser start test bench bench-eval bench-regex bench-capture bench-propagation clean
+.PHONY: all install build browser start test bench bench-eval bench-regex bench-capture bench-propagation bench-experiments clean
 
 all: build
 
@@ -43,6 +43,9 @@ bench: build
 
 bench-propagation: build
 	$(NODE) dist/bench/propagation.js
+
+bench-experiments: build
+	$(NODE) dist/bench/experiments.js
 
 bench-capture: build
 	$(NODE) dist/bench/capture.js

@@ -72,13 +72,10 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import crypto from 'node:crypto';
 import uWS from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import { testConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
-import { startEmbeddedPostgres, type EmbeddedCluster } from '../src/control-plane/db/embedded.js';
-import { connect } from '../src/control-plane/db/connect.js';
 import { startControlPlane, type ControlPlane } from '../src/control-plane/index.js';
 import { appendChanges } from '../src/control-plane/change-log/store.js';
 import { cohortEntity, groupTypeMappingEntity, groupTypeMappingId } from '../src/control-plane/change-log/entities.js';
@@ -86,6 +83,7 @@ import { newPersonalApiKey } from '../src/control-plane/keys/tokens.js';
 import { startNodeService } from '../src/eval-node/service.js';
 import { PAID_COHORT_FILTERS, prng, TOKEN, USERS, workloadBody, workloadFlagBodies } from './flags-workload.js';
 import { freePort } from '../test/support/ports.js';
+import { startBenchDatabase } from './database.js';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 3);
@@ -259,32 +257,14 @@ interface World {
  * personal API key. The project is the bootstrap project, whose API key is the workload's TOKEN.
  */
 async function startWorld(dir: string, log: Logger): Promise<World> {
-  let cluster: EmbeddedCluster | null = null;
-  let adminUrl = process.env.DATABASE_URL;
-  if (!adminUrl) {
-    // Postgres runs as its own OS user when we are root: it must be able to enter the directory.
-    fs.chmodSync(dir, 0o777);
-    cluster = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: await freePort(), persistent: false });
-    adminUrl = cluster.adminUrl;
-  }
-  const dbName = `switchyard_bench_${crypto.randomBytes(4).toString('hex')}`;
-  const admin = connect(adminUrl, { max: 1 });
-  await admin.unsafe(`CREATE DATABASE ${dbName}`);
-  await admin.end();
-  const dbUrl = new URL(adminUrl);
-  dbUrl.pathname = `/${dbName}`;
+  const db = await startBenchDatabase(dir, 'switchyard_bench_');
   const grpcPort = await freePort();
   const personalKey = newPersonalApiKey();
   const config = testConfig({ dataDir: path.join(dir, 'control-plane'), grpcPort, bootstrapPersonalApiKey: personalKey, bootstrapProjectApiKey: TOKEN });
-  const dropAll = async (): Promise<void> => {
-    const a = connect(adminUrl!, { max: 1 });
-    await a.unsafe(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});
-    await a.end();
-    await cluster?.stop().catch(() => {});
-  };
+  const dropAll = () => db.drop();
   let cp: ControlPlane;
   try {
-    cp = await startControlPlane(config, log, dbUrl.toString());
+    cp = await startControlPlane(config, log, db.url);
   } catch (e) {
     await dropAll();
     throw e;

@@ -170,6 +170,10 @@ export class PersonBatch {
     await moveHashKeyOverrides(tx, this.changes, into.projectId, from, to);
     await tx`INSERT INTO cohort_people (cohort_id, person_id) SELECT cohort_id, ${to.id} FROM cohort_people
       WHERE person_id = ${from.id} ON CONFLICT DO NOTHING`;
+    // Events keep the uuid they were ingested with: record the merge (chains flattened) for analysis.
+    await tx`UPDATE person_overrides SET override_person_uuid = ${to.uuid} WHERE project_id = ${into.projectId} AND override_person_uuid = ${from.uuid}`;
+    await tx`INSERT INTO person_overrides (project_id, old_person_uuid, override_person_uuid) VALUES (${into.projectId}, ${from.uuid}, ${to.uuid})
+      ON CONFLICT (project_id, old_person_uuid) DO UPDATE SET override_person_uuid = EXCLUDED.override_person_uuid`;
     await tx`DELETE FROM persons WHERE id = ${from.id}`;
     await tx`UPDATE persons SET properties = ${tx.json(into.properties as never)}, created_at = ${into.createdAt},
       is_identified = true, version = version + 1 WHERE id = ${to.id}`;

@@ -27,6 +27,7 @@ import { deadLetterOf, writeDeadLetters, type DeadLetter } from './dead-letter.j
 import { eventProblem } from './event-bounds.js';
 import { ChangeSet } from './changes.js';
 import { recordEventDefinitions } from './definitions.js';
+import { recordExposures } from './exposures.js';
 import { recordFlagUsage } from './flag-usage.js';
 import { processGroups, type GroupTypeCache } from './groups.js';
 import { lockProjects } from './locks.js';
@@ -195,6 +196,7 @@ async function ingestValid(tx: Tx, validIn: IngestEvent[], recordsIn: HashKeyOve
       inserted = rows.length;
       await recordEventDefinitions(tx, fresh);
       await recordFlagUsage(tx, fresh);
+      await recordExposures(tx, fresh, personIds);
     }
     let overridesWritten = 0;
     for (const r of records) {

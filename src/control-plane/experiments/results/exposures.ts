@@ -4,14 +4,18 @@
  * at commit) for the metric queries of the same transaction.
  *
  * 1. Window `[start, end]` (inclusive), end = the experiment's end date, else `as_of`.
- * 2. Entity: the person (through person_distinct_ids, so merged persons count once), or
- *    `$group_<i>` when the flag aggregates by group type i.
+ * 2. Entity: the person (the event's person, through person_overrides after merges, so merged
+ *    persons count once), or `$group_<i>` when the flag aggregates by group type i. Personless
+ *    events (no person) are not in experiments.
  * 3. Exposure event: `$feature_flag_called` with `$feature_flag` = the flag key, variant
  *    `$feature_flag_response`; a custom `exposure_config {event, properties}` replaces it, the
  *    variant then being `$feature/<flag key>`.
  * 4. Only configured variant keys count (the holdout, `false` and unknown keys do not).
  * 5. `multiple_variant_handling`: `exclude` (default) drops entities that saw more than one
  *    variant; `first_seen` keeps the variant of their earliest exposure.
+ * Fast path: with the default exposure event, persons, and every exposure inside the window,
+ * the rows come from ingestion's pre-aggregate `experiment_exposures` (~one per person) rather
+ * than from the exposure events; the answer is the same (tests run both paths).
  * Switchyard projects have no test-account filters, so `filterTestAccounts` changes nothing.
  */
 import type { Tx } from '../../db/connect.js';
@@ -32,16 +36,31 @@ export interface ExposureSpec {
   multipleHandling: 'exclude' | 'first_seen';
 }
 
-/** SQL of the entity an event belongs to (alias `e`, person_distinct_ids alias `d`). */
+/**
+ * SQL of the entity an event belongs to (alias `e`, person_overrides alias `o`): the person the
+ * event was ingested with, or the person it was merged into since (person_overrides), a uuid
+ * (null for a personless event). For groups, the event's `$group_<i>` (text).
+ */
 export function entitySql(tx: Tx, groupIndex: number | null) {
   return groupIndex === null
-    ? tx`COALESCE(d.person_id::text, 'd:' || e.distinct_id)`
+    ? tx`COALESCE(o.override_person_uuid, e.person_id)`
     : tx`(e.properties->>${`$group_${groupIndex}`})`;
 }
 
-/** The join that resolves an event's person (a no-op for groups). */
+/** The join that applies person merges (a no-op for groups). */
 export function personJoinSql(tx: Tx, groupIndex: number | null) {
-  return groupIndex === null ? tx`LEFT JOIN person_distinct_ids d ON d.project_id = e.project_id AND d.distinct_id = e.distinct_id` : tx``;
+  return groupIndex === null ? tx`LEFT JOIN person_overrides o ON o.project_id = e.project_id AND o.old_person_uuid = e.person_id` : tx``;
+}
+
+/**
+ * True when ingestion's pre-aggregated exposures give exactly the windowed answer: every
+ * configured-variant exposure of the flag lies inside `[start, end]` (so no event the window
+ * would drop is folded into a row).
+ */
+async function preAggregatedFits(tx: Tx, s: ExposureSpec): Promise<boolean> {
+  const [r] = await tx<{ lo: Date | null; hi: Date | null }[]>`SELECT min(first_ts) AS lo, max(last_ts) AS hi FROM experiment_exposures
+    WHERE project_id = ${s.projectId} AND flag_key = ${s.flagKey} AND variant = ANY(${tx.array(s.variants)}::text[])`;
+  return r!.lo === null || (r!.lo >= s.start && r!.hi! <= s.end);
 }
 
 /** Creates `exp_exposed(entity, variant, first_exposure, last_exposure)`; returns the exposures per variant, `$multiple` included. */
@@ -54,13 +73,23 @@ export async function materializeExposures(tx: Tx, s: ExposureSpec): Promise<Map
   const variantPick = s.multipleHandling === 'first_seen'
     ? tx`(array_agg(variant ORDER BY ts))[1]`
     : tx`CASE WHEN count(DISTINCT variant) > 1 THEN '$multiple' ELSE min(variant) END`;
-  await tx`CREATE TEMP TABLE exp_all_exposed ON COMMIT DROP AS
-    SELECT entity, ${variantPick} AS variant, min(ts) AS first_exposure, max(ts) AS last_exposure
-    FROM (SELECT ${entitySql(tx, s.groupIndex)} AS entity, e.timestamp AS ts, ${variantExpr} AS variant
-          FROM events e ${personJoinSql(tx, s.groupIndex)}
-          WHERE e.project_id = ${s.projectId} AND ${eventFilter} AND e.timestamp >= ${s.start} AND e.timestamp <= ${s.end}) x
-    WHERE entity IS NOT NULL AND variant = ANY(${tx.array(s.variants)}::text[])
-    GROUP BY entity`;
+  if (!custom && s.groupIndex === null && await preAggregatedFits(tx, s)) {
+    // Ingestion's pre-aggregate (ingestion/exposures.ts): one row per person and response.
+    await tx`CREATE TEMP TABLE exp_all_exposed ON COMMIT DROP AS
+      SELECT entity, ${variantPick} AS variant, min(ts) AS first_exposure, max(last_ts) AS last_exposure
+      FROM (SELECT COALESCE(o.override_person_uuid, x.person_uuid) AS entity, x.variant, x.first_ts AS ts, x.last_ts
+            FROM experiment_exposures x LEFT JOIN person_overrides o ON o.project_id = x.project_id AND o.old_person_uuid = x.person_uuid
+            WHERE x.project_id = ${s.projectId} AND x.flag_key = ${s.flagKey} AND x.variant = ANY(${tx.array(s.variants)}::text[])) x
+      GROUP BY entity`;
+  } else {
+    await tx`CREATE TEMP TABLE exp_all_exposed ON COMMIT DROP AS
+      SELECT entity, ${variantPick} AS variant, min(ts) AS first_exposure, max(ts) AS last_exposure
+      FROM (SELECT ${entitySql(tx, s.groupIndex)} AS entity, e.timestamp AS ts, ${variantExpr} AS variant
+            FROM events e ${personJoinSql(tx, s.groupIndex)}
+            WHERE e.project_id = ${s.projectId} AND ${eventFilter} AND e.timestamp >= ${s.start} AND e.timestamp <= ${s.end}) x
+      WHERE entity IS NOT NULL AND variant = ANY(${tx.array(s.variants)}::text[])
+      GROUP BY entity`;
+  }
   await tx`CREATE TEMP TABLE exp_exposed ON COMMIT DROP AS SELECT * FROM exp_all_exposed WHERE variant <> '$multiple'`;
   await tx`CREATE INDEX ON exp_exposed (entity)`;
   await tx`ANALYZE exp_exposed`;

@@ -9,8 +9,8 @@
  * - ratio: numerator and denominator each as a mean source (`value`, `denom`).
  * - funnel: the exposure is step 0; steps 1…k from the first exposure within W (default three
  *   years), ordered (each step at/after the previous one; the earliest next event is taken,
- *   which maximises the steps reached) or unordered; `step` = highest step reached, value 1 when
- *   every step was reached.
+ *   which maximises the steps reached) or unordered (steps in any order); `step` = highest step
+ *   reached (unordered: steps done), value 1 when every step was reached.
  * - retention: only entities with a start event at/after their first exposure; start = the
  *   first (or last) such event; retained (1) when a later completion event falls between
  *   start + window_start and start + window_end units (day or hour, truncated in the project's
@@ -51,9 +51,13 @@ function sourceEvents(tx: Tx, s: ValueSpec, source: unknown, attr: string, until
   const event = source.event;
   const mathProperty = typeof source.math_property === 'string' ? source.math_property : null;
   const groupKey = `$group_${Number(source.math_group_type_index ?? 0)}`;
+  // Only what the math reads: a count or a funnel step reads (event, time, person) alone, which
+  // the events_project_event_time_person index covers (an index-only scan, no event row read).
+  const math = source.math ?? 'total';
   return tx`SELECT ${entitySql(tx, s.groupIndex)} AS entity, e.timestamp AS ts,
-      ${mathProperty ? numericProperty(tx, mathProperty) : tx`0::float8`} AS num,
-      (e.properties->>'$session_id') AS session, (e.properties->>${groupKey}) AS grp
+      ${mathProperty && ['sum', 'avg', 'min', 'max'].includes(String(math)) ? numericProperty(tx, mathProperty) : tx`0::float8`} AS num,
+      ${math === 'unique_session' ? tx`(e.properties->>'$session_id')` : tx`NULL::text`} AS session,
+      ${math === 'unique_group' ? tx`(e.properties->>${groupKey})` : tx`NULL::text`} AS grp
     FROM events e ${personJoinSql(tx, s.groupIndex)}
     WHERE e.project_id = ${s.projectId} ${typeof event === 'string' ? tx`AND e.event = ${event}` : tx``}
       AND e.timestamp >= ${s.start} AND ${inclusive ? tx`e.timestamp <= ${until}` : tx`e.timestamp < ${until}`}
@@ -88,7 +92,7 @@ async function sourceValues(tx: Tx, table: string, s: ValueSpec, source: unknown
 
 /** Step events of a funnel or retention, `exp_steps(entity, k, ts)`, for exposed entities only. */
 async function stepEvents(tx: Tx, s: ValueSpec, sources: unknown[], attr: string, w: number): Promise<void> {
-  await tx`CREATE TEMP TABLE exp_steps (entity text, k int, ts timestamptz) ON COMMIT DROP`;
+  await tx`CREATE TEMP TABLE exp_steps (entity ${s.groupIndex === null ? tx`uuid` : tx`text`}, k int, ts timestamptz) ON COMMIT DROP`;
   const until = new Date(s.end.getTime() + w * 1000);
   for (const [i, source] of sources.entries()) {
     const events = sourceEvents(tx, s, source, `${attr}__${i}`, until, true);
@@ -121,24 +125,32 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj): Prom
     case 'funnel': {
       const steps = Array.isArray(metric.series) ? metric.series : [];
       const fw = w > 0 ? w : DEFAULT_FUNNEL_WINDOW_SECONDS;
-      await stepEvents(tx, s, steps, 'metric__series', fw);
+      const until = new Date(s.end.getTime() + fw * 1000);
       const k = steps.length;
-      if (metric.funnel_order_type === 'unordered') {
-        await tx`CREATE TEMP TABLE exp_values ON COMMIT DROP AS SELECT x.entity, x.variant,
-          (CASE WHEN COALESCE(r.reached, 0) = ${k} THEN 1 ELSE 0 END)::float8 AS value, 1::float8 AS denom, COALESCE(r.reached, 0) AS step
-          FROM exp_exposed x LEFT JOIN (SELECT entity, count(DISTINCT k)::int AS reached FROM exp_steps GROUP BY entity) r ON r.entity = x.entity`;
-        return;
-      }
-      await tx`CREATE TEMP TABLE exp_funnel ON COMMIT DROP AS SELECT entity, variant, first_exposure AS t, 0 AS reached FROM exp_exposed`;
-      await tx`CREATE INDEX ON exp_funnel (entity)`;
+      const ordered = metric.funnel_order_type !== 'unordered';
+      // One pass per step over that step's events (an index-only scan for plain steps), joined to
+      // the entities still in the funnel: ordered, the earliest step-i event at/after step i − 1
+      // (earliest is optimal for reaching every later step); unordered, any step event after the
+      // exposure. All within W of the first exposure.
       for (let step = 1; step <= k; step++) {
-        await tx`UPDATE exp_funnel f SET t = sub.ts, reached = ${step}
-          FROM (SELECT f2.entity, min(st.ts) AS ts FROM exp_funnel f2 JOIN exp_steps st ON st.entity = f2.entity AND st.k = ${step} AND st.ts >= f2.t
-                WHERE f2.reached = ${step - 1} GROUP BY f2.entity) sub
-          WHERE f.entity = sub.entity`;
+        const events = sourceEvents(tx, s, steps[step - 1], `metric__series__${step - 1}`, until, true);
+        const prev = ordered && step > 1 ? tx`${tx(`exp_f${step - 1}`)}` : tx`exp_exposed`;
+        const from = ordered && step > 1 ? tx`p.t` : tx`p.first_exposure`;
+        await tx`CREATE TEMP TABLE ${tx(`exp_f${step}`)} ON COMMIT DROP AS
+          SELECT p.entity, p.first_exposure, min(e.ts) AS t
+          FROM ${prev} p JOIN (${events}) e ON e.entity = p.entity AND e.ts >= ${from} AND e.ts <= p.first_exposure + make_interval(secs => ${fw})
+          GROUP BY p.entity, p.first_exposure`;
+      }
+      let joins = tx``;
+      let reached = tx`0`;
+      for (let step = 1; step <= k; step++) {
+        joins = tx`${joins} LEFT JOIN ${tx(`exp_f${step}`)} ${tx(`f${step}`)} ON ${tx(`f${step}`)}.entity = x.entity`;
+        reached = ordered
+          ? tx`CASE WHEN ${tx(`f${step}`)}.entity IS NOT NULL THEN ${step} ELSE ${reached} END`
+          : tx`${reached} + (CASE WHEN ${tx(`f${step}`)}.entity IS NOT NULL THEN 1 ELSE 0 END)`;
       }
       await tx`CREATE TEMP TABLE exp_values ON COMMIT DROP AS SELECT entity, variant, (CASE WHEN reached = ${k} THEN 1 ELSE 0 END)::float8 AS value,
-        1::float8 AS denom, reached AS step FROM exp_funnel`;
+        1::float8 AS denom, reached AS step FROM (SELECT x.entity, x.variant, ${reached} AS reached FROM exp_exposed x ${joins}) f`;
       return;
     }
     case 'retention': {
