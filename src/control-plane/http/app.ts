@@ -8,6 +8,7 @@ import { featureFlagRoutes } from '../feature-flags/routes.js';
 import { localEvaluationRoutes } from '../feature-flags/local-evaluation-routes.js';
 import { featureFlagStatusRoutes } from '../feature-flags/status-routes.js';
 import { featureFlagRemoteConfigRoutes } from '../feature-flags/remote-config-routes.js';
+import { featureFlagHelperRoutes } from '../feature-flags/helper-routes.js';
 import { eventDefinitionRoutes } from '../event-definitions/routes.js';
 import { personalApiKeyRoutes } from '../keys/routes.js';
 import { cohortRoutes } from '../cohorts/routes.js';
@@ -23,6 +24,7 @@ export function allRoutes(deps: Deps): Route[] {
     ...localEvaluationRoutes(deps),
     ...featureFlagStatusRoutes(deps),
     ...featureFlagRemoteConfigRoutes(deps),
+    ...featureFlagHelperRoutes(deps),
     ...eventDefinitionRoutes(deps),
     ...cohortRoutes(deps),
     ...experimentRoutes(deps),

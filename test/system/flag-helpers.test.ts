@@ -1,0 +1,76 @@
+/**
+ * Issue 13 item 2 (F13, F14, F16), as a system: the control plane's answers for one person equal
+ * what a real node serves on `/flags` for that person (stored properties, static cohort, rollout,
+ * variants) — the same evaluation core over the same stored state — and bulk_keys follows
+ * PostHog's shapes.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import { waitFor } from '../support/wait.js';
+import { ingestEvents } from '../../src/control-plane/ingestion/service.js';
+import { createFlag, flags, startCluster, waitReady } from './support.js';
+
+test('evaluation_reasons and my_flags equal the node\'s /flags; bulk_keys maps ids to keys', async () => {
+  const c = await startCluster();
+  try {
+    const t = c.t;
+    const people = Array.from({ length: 40 }, (_, i) => `h-${i}`);
+    const [user] = await t.db.sql<{ distinct_id: string }[]>`SELECT distinct_id FROM users WHERE id = ${t.userId}`;
+    await ingestEvents(t.db.sql, [...people, user!.distinct_id].map((d, i) => ({
+      uuid: crypto.randomUUID(), project_id: t.projectId, event: '$identify', distinct_id: d,
+      properties: { $set: { email: i % 3 === 0 ? `${d}@example.com` : `${d}@mail.test`, plan: i % 2 ? 'pro' : 'free' } }, timestamp: new Date().toISOString(),
+    })));
+    const form = new FormData();
+    form.set('name', 'Static');
+    form.set('is_static', 'true');
+    form.set('csv', new Blob([people.slice(0, 7).join('\n')]), 'c.csv');
+    const cohort = await (await fetch(`${t.baseUrl}/api/projects/${t.projectId}/cohorts/`, { method: 'POST', headers: { authorization: `Bearer ${t.personalKey}` }, body: form })).json() as { id: number };
+    const email = await createFlag(c, { key: 'h-email', filters: { groups: [{ properties: [{ key: 'email', type: 'person', operator: 'icontains', value: '@example.com' }], rollout_percentage: 100 }] } });
+    await createFlag(c, { key: 'h-rollout', filters: { groups: [{ properties: [{ key: 'plan', type: 'person', operator: 'exact', value: ['pro'] }], rollout_percentage: 50 }, { properties: [], rollout_percentage: 10 }] } });
+    await createFlag(c, { key: 'h-mv', filters: { groups: [{ properties: [], rollout_percentage: 100 }], multivariate: { variants: [{ key: 'a', rollout_percentage: 30 }, { key: 'b', rollout_percentage: 70 }] } } });
+    await createFlag(c, { key: 'h-static', filters: { groups: [{ properties: [{ key: 'id', type: 'cohort', value: cohort.id }], rollout_percentage: 100 }] } });
+    await createFlag(c, { key: 'h-off', active: false, filters: { groups: [{ properties: [], rollout_percentage: 100 }] } });
+
+    const node = await c.startNode(c.tempDir());
+    await waitReady(node.http.url);
+    await waitFor('the node knows the persons and flags', async () => {
+      const r = await flags(node.http.url, t.projectKey, people[0]!);
+      return r.body?.flags?.['h-email']?.enabled === true && r.body.flags['h-static']?.enabled === true;
+    }, { timeoutMs: 30_000 });
+
+    for (const d of people) {
+      const served = (await flags(node.http.url, t.projectKey, d)).body.flags as Record<string, { enabled: boolean; variant: string | null; reason: { code: string; condition_index: number | null } }>;
+      const reasons = await t.request('GET', `/api/projects/${t.projectId}/feature_flags/evaluation_reasons/?distinct_id=${d}`);
+      assert.equal(reasons.status, 200, reasons.text);
+      for (const key of ['h-email', 'h-rollout', 'h-mv', 'h-static']) {
+        const s = served[key]!;
+        assert.deepEqual(reasons.body[key], { value: s.variant ?? s.enabled, evaluation: { reason: s.reason.code, condition_index: s.reason.condition_index } }, `${d} ${key}`);
+      }
+      assert.deepEqual(reasons.body['h-off'], { value: false, evaluation: { reason: 'disabled', condition_index: null } });
+    }
+    const missing = await t.request('GET', `/api/projects/${t.projectId}/feature_flags/evaluation_reasons/`);
+    assert.deepEqual([missing.status, missing.body.attr], [400, 'distinct_id']);
+    const badGroups = await t.request('GET', `/api/projects/${t.projectId}/feature_flags/evaluation_reasons/?distinct_id=x&groups=nope`);
+    assert.deepEqual([badGroups.status, badGroups.body.detail], [400, 'Invalid JSON in groups parameter']);
+
+    const mine = await t.request('GET', `/api/projects/${t.projectId}/feature_flags/my_flags/`);
+    assert.equal(mine.status, 200, mine.text);
+    const servedMine = (await flags(node.http.url, t.projectKey, user!.distinct_id)).body.flags as Record<string, { enabled: boolean; variant: string | null }>;
+    assert.deepEqual(mine.body.map((m: { feature_flag: { key: string } }) => m.feature_flag.key), ['h-off', 'h-static', 'h-mv', 'h-rollout', 'h-email']);
+    for (const m of mine.body as { feature_flag: { key: string; active: boolean }; value: unknown }[]) {
+      const s = servedMine[m.feature_flag.key];
+      assert.deepEqual(m.value, m.feature_flag.active ? (s!.variant ?? s!.enabled) : false, m.feature_flag.key);
+    }
+
+    const keys = await t.request('POST', `/api/projects/${t.projectId}/feature_flags/bulk_keys/`, { body: { ids: [email.id, String(email.id + 1), 999999, 'x'] } });
+    assert.equal(keys.status, 200);
+    assert.deepEqual(keys.body.keys, { [String(email.id)]: 'h-email', [String(email.id + 1)]: 'h-rollout' });
+    assert.equal(keys.body.warning, 'Invalid flag IDs ignored: ["x"]');
+    assert.deepEqual((await t.request('POST', `/api/projects/${t.projectId}/feature_flags/bulk_keys/`, { body: {} })).body, { keys: {} });
+    const bad = await t.request('POST', `/api/projects/${t.projectId}/feature_flags/bulk_keys/`, { body: { ids: ['x', -1] } });
+    assert.deepEqual([bad.status, bad.body], [400, { error: 'Invalid flag IDs provided' }]);
+  } finally {
+    await c.close();
+  }
+});
