@@ -74,3 +74,47 @@ test('evaluation_reasons and my_flags equal the node\'s /flags; bulk_keys maps i
     await c.close();
   }
 });
+
+test('create_static_cohort_for_flag: the members are exactly the persons the node serves the flag to (1,000 persons), and a node matches the cohort', async () => {
+  const c = await startCluster();
+  try {
+    const t = c.t;
+    const people = Array.from({ length: 1000 }, (_, i) => `s-${i}`);
+    for (let i = 0; i < people.length; i += 250) {
+      await ingestEvents(t.db.sql, people.slice(i, i + 250).map((d, j) => ({
+        uuid: crypto.randomUUID(), project_id: t.projectId, event: '$identify', distinct_id: d,
+        properties: { $set: { plan: (i + j) % 4 === 0 ? 'free' : 'pro' } }, timestamp: new Date().toISOString(),
+      })));
+    }
+    const flag = await createFlag(c, { key: 's-rollout', filters: { groups: [{ properties: [{ key: 'plan', type: 'person', operator: 'exact', value: ['pro'] }], rollout_percentage: 40 }] } });
+    const r = await t.request('POST', `/api/projects/${t.projectId}/feature_flags/${flag.id}/create_static_cohort_for_flag/`, { body: {} });
+    assert.equal(r.status, 201, r.text);
+    assert.match(r.body.cohort.name, /^Users with feature flag s-rollout enabled at \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
+    assert.equal(r.body.cohort.is_static, true);
+    const cohortId = r.body.cohort.id as number;
+    const done = await waitFor('cohort filled', async () => {
+      const g = await t.request('GET', `/api/projects/${t.projectId}/cohorts/${cohortId}/`);
+      return g.body.is_calculating === false ? g.body : null;
+    }, { timeoutMs: 60_000, intervalMs: 200 });
+    const members = new Set((await t.db.sql<{ d: string }[]>`SELECT d.distinct_id AS d FROM cohort_people cp
+      JOIN person_distinct_ids d ON d.person_id = cp.person_id WHERE cp.cohort_id = ${cohortId}`).map((x) => x.d));
+    assert.equal(done.count, members.size);
+
+    await createFlag(c, { key: 's-members', filters: { groups: [{ properties: [{ key: 'id', type: 'cohort', value: cohortId }], rollout_percentage: 100 }] } });
+    const node = await c.startNode(c.tempDir());
+    await waitReady(node.http.url);
+    await waitFor('the node serves both flags', async () => (await flags(node.http.url, t.projectKey, people[1]!)).body?.flags?.['s-members'] !== undefined, { timeoutMs: 30_000 });
+    let enabled = 0;
+    for (let i = 0; i < people.length; i += 50) {
+      await Promise.all(people.slice(i, i + 50).map(async (d) => {
+        const served = (await flags(node.http.url, t.projectKey, d)).body.flags;
+        assert.equal(members.has(d), served['s-rollout'].enabled, d);
+        assert.equal(served['s-members'].enabled, served['s-rollout'].enabled, `${d} matches the cohort on the node`);
+        if (served['s-rollout'].enabled) enabled++;
+      }));
+    }
+    assert.ok(enabled > 200 && enabled < 400, `${enabled} of 1,000 enabled`);
+  } finally {
+    await c.close();
+  }
+});

@@ -72,6 +72,15 @@ export async function addMembers(tx: Tx, projectId: number, id: number, distinct
   return rows.map((r) => r.person_id);
 }
 
+/** Adds persons (persons.id) to static cohort `id`; returns the ones newly added. Refreshes the count. */
+export async function addPersonMembers(tx: Tx, id: number, personIds: readonly number[]): Promise<number[]> {
+  const rows = personIds.length === 0 ? [] : await tx<{ person_id: number }[]>`INSERT INTO cohort_people (cohort_id, person_id)
+    SELECT ${id}::bigint, p FROM unnest(${tx.array(personIds as number[])}::bigint[]) AS p
+    ON CONFLICT DO NOTHING RETURNING person_id::int AS person_id`;
+  await tx`UPDATE cohorts SET count = (SELECT count(*)::int FROM cohort_people WHERE cohort_id = ${id}) WHERE id = ${id}`;
+  return rows.map((r) => r.person_id);
+}
+
 /** Live flags of the project whose filters reference cohort `id`. */
 export async function flagsUsingCohort(h: Handle, projectId: number, id: number): Promise<{ id: number; key: string }[]> {
   return h<{ id: number; key: string }[]>`SELECT id::int AS id, key FROM feature_flags

@@ -10,13 +10,18 @@
  *   disabled flags `{"value": false, "evaluation": {"reason": "disabled", "condition_index": null}}`.
  * - F16 `GET /feature_flags/my_flags?groups=` → `[{"feature_flag": <minimal flag>, "value"}]` for the
  *   calling user's distinct id, newest flag first.
+ * - F7 `POST /feature_flags/:id/create_static_cohort_for_flag` (optional `{"variant"}`) → 201
+ *   `{"cohort"}`, filled in the background (static-cohort.ts). It creates a cohort, so it needs
+ *   `cohort:write` (PostHog's current API asks only `feature_flag:read`, which would let a
+ *   read-only key write).
  */
 import { errors } from '../../errors.js';
 import { featureFlagEntity, type FeatureFlagRow } from '../change-log/entities.js';
 import { object, str } from '../http/schema-parts.js';
 import type { Deps, RequestContext, Route } from '../http/types.js';
 import { compileProjectFlags, evaluateStored } from './evaluate-stored.js';
-import { FLAGS_PARAMS } from './schemas.js';
+import { FLAG_PARAMS, FLAGS_PARAMS } from './schemas.js';
+import { createStaticCohortForFlag } from './static-cohort.js';
 
 const BASE = '/api/projects/:project_id/feature_flags';
 const TAGS = ['feature_flags'] as const;
@@ -79,6 +84,15 @@ export function featureFlagHelperRoutes(deps: Deps): Route[] {
             : { value: valueOf(r), evaluation: { reason: r?.reason.code ?? 'unknown', condition_index: r?.reason.condition_index ?? null } };
         }
         return { status: 200, body: out };
+      },
+    },
+    {
+      method: 'POST', path: `${BASE}/:id/create_static_cohort_for_flag`, scope: 'cohort:write',
+      schema: { summary: 'A static cohort of the persons the flag is enabled for (F7)', tags: TAGS, params: FLAG_PARAMS, body: object({ variant: str('Only persons served this variant.') }), validatedBy: 'service' },
+      async handler(ctx) {
+        const raw = ctx.params.id ?? '';
+        if (!/^\d{1,15}$/.test(raw)) throw errors.notFound();
+        return { status: 201, body: await createStaticCohortForFlag(deps.sql, deps.log, ctx.project.id, ctx.auth.userId, Number(raw), ctx.body) };
       },
     },
     {

@@ -1,0 +1,69 @@
+/**
+ * F7 `create_static_cohort_for_flag` (research/posthog-management-api.md §2.2): a static cohort
+ * named `Users with feature flag <key> enabled at <YYYY-MM-DD HH:MM:SS>` (UTC), created at once
+ * with `is_calculating: true` and filled afterwards with the persons for whom the flag is enabled
+ * (or, with `variant`, serves that variant) — the evaluation core over each stored person, as a
+ * node would answer for the person's first distinct id. Persons are read in pages; each page's
+ * members are written in one transaction with their person entities on the change log, so nodes
+ * match the cohort as it fills.
+ */
+import type { Sql } from '../db/connect.js';
+import type { Logger } from '../../log.js';
+import { errors } from '../../errors.js';
+import { evaluateFlags, requestFromBody } from '../../evaluation/index.js';
+import { CohortService, serializeCohort } from '../cohorts/service.js';
+import { addPersonMembers } from '../cohorts/store.js';
+import { ChangeSet } from '../ingestion/changes.js';
+import { compileProjectFlags } from './evaluate-stored.js';
+
+/** Persons evaluated per page. */
+export const STATIC_COHORT_PAGE = 1000;
+
+/** Creates the cohort (returned at once) and fills it in the background. @throws ApiError 404, 400. */
+export async function createStaticCohortForFlag(sql: Sql, log: Logger, projectId: number, userId: number, flagId: number, body: unknown): Promise<Record<string, unknown>> {
+  const variant = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as { variant?: unknown }).variant : undefined;
+  if (variant !== undefined && variant !== null && typeof variant !== 'string') throw errors.validation('variant must be a string.', 'variant');
+  const [flag] = await sql<{ key: string }[]>`SELECT key FROM feature_flags WHERE project_id = ${projectId} AND id = ${flagId} AND NOT deleted`;
+  if (!flag) throw errors.notFound();
+  const stamp = new Date().toISOString().slice(0, 19).replace('T', ' ');
+  const cohorts = new CohortService(sql, log);
+  const cohort = await sql.begin((tx) => cohorts.createIn(tx, projectId, userId, {
+    name: `Users with feature flag ${flag.key} enabled at ${stamp}`, is_static: true,
+  }, { calculating: true }));
+  void fill(sql, log, projectId, cohort.id, flag.key, typeof variant === 'string' ? variant : null);
+  return { cohort: serializeCohort({ ...cohort, is_calculating: true }) };
+}
+
+/** Evaluates the flag for every person of the project and adds the matches to the cohort. */
+async function fill(sql: Sql, log: Logger, projectId: number, cohortId: number, key: string, variant: string | null): Promise<void> {
+  try {
+    const { compiled } = await compileProjectFlags(sql, projectId);
+    const cursor = sql<{ id: number; distinct_id: string; properties: Record<string, unknown>; cohort_ids: number[]; overrides: Record<string, string> | null }[]>`
+      SELECT p.id::int AS id, d.distinct_id, p.properties,
+        ARRAY(SELECT cp.cohort_id::int FROM cohort_people cp WHERE cp.person_id = p.id) AS cohort_ids,
+        (SELECT jsonb_object_agg(o.feature_flag_key, o.hash_key) FROM feature_flag_hash_key_overrides o WHERE o.person_id = p.id) AS overrides
+      FROM persons p JOIN LATERAL (SELECT min(distinct_id) AS distinct_id FROM person_distinct_ids WHERE person_id = p.id) d ON d.distinct_id IS NOT NULL
+      WHERE p.project_id = ${projectId} ORDER BY p.id`.cursor(STATIC_COHORT_PAGE);
+    const now = Date.now();
+    for await (const page of cursor) {
+      const members: number[] = [];
+      for (const p of page) {
+        const r = evaluateFlags(compiled, requestFromBody({ distinct_id: p.distinct_id, flag_keys_to_evaluate: [key] }), {
+          person_properties: p.properties, static_cohort_ids: p.cohort_ids.length > 0 ? new Set(p.cohort_ids) : null, hash_key_overrides: p.overrides,
+        }, now).flags[key];
+        if (r && r.enabled && !r.failed && (variant === null || r.variant === variant)) members.push(p.id);
+      }
+      if (members.length === 0) continue;
+      await sql.begin(async (tx) => {
+        const added = await addPersonMembers(tx, cohortId, members);
+        const changes = new ChangeSet();
+        for (const id of added) changes.personChanged(id);
+        await changes.flush(tx);
+      });
+    }
+    await sql`UPDATE cohorts SET is_calculating = false, last_calculation = now() WHERE id = ${cohortId}`;
+  } catch (e) {
+    log.warn({ err: e, cohort_id: cohortId }, 'static cohort for flag failed');
+    await sql`UPDATE cohorts SET is_calculating = false, errors_calculating = errors_calculating + 1 WHERE id = ${cohortId}`.catch(() => undefined);
+  }
+}
