@@ -3,7 +3,7 @@
 NODE ?= node
 TEST_ARGS ?=
 
-.PHONY: all install build browser start test bench bench-eval bench-regex bench-capture bench-propagation bench-experiments clean
+.PHONY: all install build browser start test bench bench-eval bench-regex bench-capture bench-propagation bench-experiments bench-blast-radius clean
 
 all: build
 
@@ -46,6 +46,9 @@ bench-propagation: build
 
 bench-experiments: build
 	$(NODE) dist/bench/experiments.js
+
+bench-blast-radius: build
+	$(NODE) dist/bench/blast-radius.js
 
 bench-capture: build
 	$(NODE) dist/bench/capture.js

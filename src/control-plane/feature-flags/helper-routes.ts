@@ -10,6 +10,8 @@
  *   disabled flags `{"value": false, "evaluation": {"reason": "disabled", "condition_index": null}}`.
  * - F16 `GET /feature_flags/my_flags?groups=` → `[{"feature_flag": <minimal flag>, "value"}]` for the
  *   calling user's distinct id, newest flag first.
+ * - F17 `POST /feature_flags/user_blast_radius` `{"condition": {"properties"}, "group_type_index"}` →
+ *   `{"users_affected", "total_users"}` over the stored persons or groups (blast-radius.ts).
  * - F7 `POST /feature_flags/:id/create_static_cohort_for_flag` (optional `{"variant"}`) → 201
  *   `{"cohort"}`, filled in the background (static-cohort.ts). It creates a cohort, so it needs
  *   `cohort:write` (PostHog's current API asks only `feature_flag:read`, which would let a
@@ -22,6 +24,7 @@ import type { Deps, RequestContext, Route } from '../http/types.js';
 import { compileProjectFlags, evaluateStored } from './evaluate-stored.js';
 import { FLAG_PARAMS, FLAGS_PARAMS } from './schemas.js';
 import { createStaticCohortForFlag } from './static-cohort.js';
+import { blastRadius } from './blast-radius.js';
 
 const BASE = '/api/projects/:project_id/feature_flags';
 const TAGS = ['feature_flags'] as const;
@@ -93,6 +96,16 @@ export function featureFlagHelperRoutes(deps: Deps): Route[] {
         const raw = ctx.params.id ?? '';
         if (!/^\d{1,15}$/.test(raw)) throw errors.notFound();
         return { status: 201, body: await createStaticCohortForFlag(deps.sql, deps.log, ctx.project.id, ctx.auth.userId, Number(raw), ctx.body) };
+      },
+    },
+    {
+      method: 'POST', path: `${BASE}/user_blast_radius`, scope: 'feature_flag:read',
+      schema: {
+        summary: 'How many persons or groups a release condition matches (F17)', tags: TAGS, params: FLAGS_PARAMS, validatedBy: 'service',
+        body: object({ condition: { type: 'object', description: '`{properties: [...], rollout_percentage}` (the rollout is ignored).' }, group_type_index: { type: ['integer', 'null'] } }, ['condition']),
+      },
+      async handler(ctx) {
+        return { status: 200, body: await blastRadius(deps.sql, ctx.project.id, ctx.body) };
       },
     },
     {
