@@ -67,7 +67,8 @@ test('a recalculation enqueued by one control plane is computed by the next, one
     const get = async () => (await (await fetch(base + q, { headers: { authorization: `Bearer ${t.personalKey}` } })).json()) as Record<string, any>;
     const done = await waitFor('timeseries completed', async () => {
       const r = await get();
-      return r.status === 'completed' ? r : null;
+      // Every day stored, and the request itself marked done (a moment later).
+      return r.status === 'completed' && r.recalculation_status === 'completed' ? r : null;
     }, { timeoutMs: 60_000, intervalMs: 200 });
     assert.equal(done.recalculation_status, 'completed');
     const days = Object.keys(done.timeseries);
