@@ -17,7 +17,8 @@
  * project's events — and `POST /query/` for a mean metric (purchase count, 7-day window) and an
  * ordered funnel (pageview → purchase). Printed: seconds and the ratio to the baseline.
  * Knobs (env): BENCH_USERS (1,000,000), BENCH_EVENTS (20,000,000), DATABASE_URL, BENCH_KEEP_DB=1 (keep the
- * database for EXPLAIN sessions; its URL is printed).
+ * database for EXPLAIN sessions; its URL is printed), BENCH_REUSE_DB=<that URL> (measure again on a
+ * kept database without writing the workload).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -42,7 +43,8 @@ function seconds(fromNs: bigint): number {
 async function main(): Promise<void> {
   const log = createLogger('warn');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-exp-'));
-  const db = await startBenchDatabase(dir, 'switchyard_bench_exp_');
+  const reuse = process.env.BENCH_REUSE_DB;
+  const db = reuse ? { url: reuse, drop: async () => {} } : await startBenchDatabase(dir, 'switchyard_bench_exp_');
   const key = newPersonalApiKey();
   const config = testConfig({ dataDir: path.join(dir, 'cp'), bootstrapPersonalApiKey: key, apiBurstRatePerMinute: 0, apiSustainedRatePerHour: 0, timeseriesWorker: false });
   const cp = await startControlPlane(config, log, db.url);
@@ -57,49 +59,14 @@ async function main(): Promise<void> {
       if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${text}`);
       return JSON.parse(text) as Record<string, any>;
     };
-    const x = await api('POST', `/api/projects/${projectId}/experiments/`, { name: 'Bench', feature_flag_key: 'bench-exp', start_date: start.toISOString(), end_date: end.toISOString() });
-
-    process.stdout.write(`writing ${USERS.toLocaleString()} persons and ${EVENTS.toLocaleString()} events…\n`);
-    const t0 = process.hrtime.bigint();
-    // Bulk load: the events indexes (and primary key) are dropped and rebuilt afterwards from their
-    // own definitions, which is several times faster than maintaining them row by row.
-    const indexes = await sql<{ name: string; def: string }[]>`SELECT indexname AS name, indexdef AS def FROM pg_indexes
-      WHERE schemaname = 'public' AND tablename = 'events' AND indexname <> 'events_pkey'`;
-    for (const i of indexes) await sql.unsafe(`DROP INDEX ${i.name}`);
-    await sql`ALTER TABLE events DROP CONSTRAINT events_pkey`;
-    await sql`INSERT INTO persons (project_id, properties) SELECT ${projectId}, '{}' FROM generate_series(1, ${USERS}::int)`;
-    await sql`INSERT INTO person_distinct_ids (project_id, distinct_id, person_id) SELECT ${projectId}, 'u' || id, id FROM persons WHERE project_id = ${projectId}`;
-    const [{ first }] = await sql<{ first: number }[]>`SELECT min(id)::int AS first FROM persons WHERE project_id = ${projectId}`;
-    const startMs = start.getTime();
-    // Exposures: one per person in the first day, the variant from the person id.
-    await sql`INSERT INTO events (project_id, uuid, event, distinct_id, person_id, properties, timestamp)
-      SELECT ${projectId}, gen_random_uuid(), '$feature_flag_called', 'u' || p.id, p.uuid,
-        jsonb_build_object('$feature_flag', 'bench-exp', '$feature_flag_response', CASE WHEN p.id % 2 = 0 THEN 'control' ELSE 'test' END),
-        to_timestamp((${startMs}::float8 + (hashint4(p.id::int) & 65535) * 1318) / 1000.0)
-      FROM persons p WHERE p.project_id = ${projectId}`;
-    for (let done = USERS; done < EVENTS; done += CHUNK) {
-      const n = Math.min(CHUNK, EVENTS - done);
-      await sql`INSERT INTO events (project_id, uuid, event, distinct_id, person_id, properties, timestamp)
-        SELECT ${projectId}, gen_random_uuid(), CASE WHEN r.k % 10 < 3 THEN 'purchase' ELSE 'pageview' END, 'u' || r.pid, p.uuid,
-          CASE WHEN r.k % 10 < 3 THEN jsonb_build_object('amount', (r.k % 97) + 1) ELSE '{}'::jsonb END,
-          to_timestamp((${startMs}::float8 + ((hashint4(r.k + 11) & 2147483647)::float8 / 2147483647.0) * ${28 * DAY}::float8) / 1000.0)
-        FROM (SELECT g AS k, ${first} + (hashint4(g) & 2147483647) % ${USERS}::int AS pid FROM generate_series(${done}::int, ${done + n - 1}::int) g) r
-        JOIN persons p ON p.id = r.pid`;
-      process.stdout.write(`  ${(done + n).toLocaleString()} events (${seconds(t0).toFixed(0)} s)\n`);
+    let x: Record<string, any>;
+    if (reuse) {
+      const [row] = await sql<{ id: number }[]>`SELECT id::int AS id FROM experiments WHERE project_id = ${projectId} AND name = 'Bench'`;
+      x = { id: row!.id };
+    } else {
+      x = await api('POST', `/api/projects/${projectId}/experiments/`, { name: 'Bench', feature_flag_key: 'bench-exp', start_date: start.toISOString(), end_date: end.toISOString() });
+      await writeWorkload(sql, projectId, start);
     }
-    await sql`ALTER TABLE events ADD PRIMARY KEY (project_id, uuid)`;
-    for (const i of indexes) await sql.unsafe(i.def);
-    // Ingestion's exposure pre-aggregate, as ingestion would have written it (ingestion/exposures.ts).
-    await sql`INSERT INTO experiment_exposures (project_id, flag_key, person_uuid, variant, first_ts, last_ts)
-      SELECT project_id, properties->>'$feature_flag', person_id, properties->>'$feature_flag_response', min(timestamp), max(timestamp)
-      FROM events WHERE project_id = ${projectId} AND event = '$feature_flag_called' GROUP BY 1, 2, 3, 4`;
-    // What autovacuum does after a load: statistics, and the visibility map that index-only scans need.
-    await sql`VACUUM ANALYZE events`;
-    await sql`VACUUM ANALYZE experiment_exposures`;
-    await sql`ANALYZE persons`;
-    await sql`ANALYZE person_distinct_ids`;
-    process.stdout.write(`written in ${seconds(t0).toFixed(0)} s\n\n`);
-
     const timed = async <T>(f: () => Promise<T>): Promise<[number, T]> => {
       const s = process.hrtime.bigint();
       const r = await f();
@@ -125,10 +92,54 @@ async function main(): Promise<void> {
   } finally {
     await sql.end();
     await cp.close();
-    if (process.env.BENCH_KEEP_DB === '1') process.stdout.write(`kept ${db.url}\n`);
+    if (process.env.BENCH_KEEP_DB === '1' || reuse) process.stdout.write(`kept ${db.url}\n`);
     else await db.drop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Writes the persons, exposures and events (set-based SQL), then rebuilds indexes and runs VACUUM ANALYZE. */
+async function writeWorkload(sql: ReturnType<typeof connect>, projectId: number, start: Date): Promise<void> {
+  process.stdout.write(`writing ${USERS.toLocaleString()} persons and ${EVENTS.toLocaleString()} events…\n`);
+  const t0 = process.hrtime.bigint();
+  // Bulk load: the events indexes (and primary key) are dropped and rebuilt afterwards from their
+  // own definitions, which is several times faster than maintaining them row by row.
+  const indexes = await sql<{ name: string; def: string }[]>`SELECT indexname AS name, indexdef AS def FROM pg_indexes
+    WHERE schemaname = 'public' AND tablename = 'events' AND indexname <> 'events_pkey'`;
+  for (const i of indexes) await sql.unsafe(`DROP INDEX ${i.name}`);
+  await sql`ALTER TABLE events DROP CONSTRAINT events_pkey`;
+  await sql`INSERT INTO persons (project_id, properties) SELECT ${projectId}, '{}' FROM generate_series(1, ${USERS}::int)`;
+  await sql`INSERT INTO person_distinct_ids (project_id, distinct_id, person_id) SELECT ${projectId}, 'u' || id, id FROM persons WHERE project_id = ${projectId}`;
+  const [{ first }] = await sql<{ first: number }[]>`SELECT min(id)::int AS first FROM persons WHERE project_id = ${projectId}`;
+  const startMs = start.getTime();
+  // Exposures: one per person in the first day, the variant from the person id.
+  await sql`INSERT INTO events (project_id, uuid, event, distinct_id, person_id, properties, timestamp)
+    SELECT ${projectId}, gen_random_uuid(), '$feature_flag_called', 'u' || p.id, p.uuid,
+      jsonb_build_object('$feature_flag', 'bench-exp', '$feature_flag_response', CASE WHEN p.id % 2 = 0 THEN 'control' ELSE 'test' END),
+      to_timestamp((${startMs}::float8 + (hashint4(p.id::int) & 65535) * 1318) / 1000.0)
+    FROM persons p WHERE p.project_id = ${projectId}`;
+  for (let done = USERS; done < EVENTS; done += CHUNK) {
+    const n = Math.min(CHUNK, EVENTS - done);
+    await sql`INSERT INTO events (project_id, uuid, event, distinct_id, person_id, properties, timestamp)
+      SELECT ${projectId}, gen_random_uuid(), CASE WHEN r.k % 10 < 3 THEN 'purchase' ELSE 'pageview' END, 'u' || r.pid, p.uuid,
+        CASE WHEN r.k % 10 < 3 THEN jsonb_build_object('amount', (r.k % 97) + 1) ELSE '{}'::jsonb END,
+        to_timestamp((${startMs}::float8 + ((hashint4(r.k + 11) & 2147483647)::float8 / 2147483647.0) * ${28 * DAY}::float8) / 1000.0)
+      FROM (SELECT g AS k, ${first} + (hashint4(g) & 2147483647) % ${USERS}::int AS pid FROM generate_series(${done}::int, ${done + n - 1}::int) g) r
+      JOIN persons p ON p.id = r.pid`;
+    process.stdout.write(`  ${(done + n).toLocaleString()} events (${seconds(t0).toFixed(0)} s)\n`);
+  }
+  await sql`ALTER TABLE events ADD PRIMARY KEY (project_id, uuid)`;
+  for (const i of indexes) await sql.unsafe(i.def);
+  // Ingestion's exposure pre-aggregate, as ingestion would have written it (ingestion/exposures.ts).
+  await sql`INSERT INTO experiment_exposures (project_id, flag_key, person_uuid, variant, first_ts, last_ts)
+    SELECT project_id, properties->>'$feature_flag', person_id, properties->>'$feature_flag_response', min(timestamp), max(timestamp)
+    FROM events WHERE project_id = ${projectId} AND event = '$feature_flag_called' GROUP BY 1, 2, 3, 4`;
+  // What autovacuum does after a load: statistics, and the visibility map that index-only scans need.
+  await sql`VACUUM ANALYZE events`;
+  await sql`VACUUM ANALYZE experiment_exposures`;
+  await sql`ANALYZE persons`;
+  await sql`ANALYZE person_distinct_ids`;
+  process.stdout.write(`written in ${seconds(t0).toFixed(0)} s\n\n`);
 }
 
 main().catch((e) => {

@@ -25,6 +25,9 @@ function findTests(dir: string): string[] {
   return out.sort();
 }
 
+/** Longest one test may run, in milliseconds (the slowest, system tests, take well under a minute). */
+const TEST_TIMEOUT_MS = 300_000;
+
 async function main(): Promise<number> {
   const filters = process.argv.slice(2);
   const files = findTests(here).filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)));
@@ -44,8 +47,10 @@ async function main(): Promise<number> {
     env.SWITCHYARD_TEST_ADMIN_URL = env.DATABASE_URL;
   }
   const concurrency = Math.max(2, Math.min(4, os.availableParallelism() * 2));
+  // A test that never settles fails after TEST_TIMEOUT_MS instead of holding CI until its limit,
+  // and a file whose tests are done exits even if something left a handle open.
   const code = await new Promise<number>((resolve) => {
-    const child = spawn(process.execPath, ['--test', `--test-concurrency=${concurrency}`, ...files], { env, stdio: 'inherit' });
+    const child = spawn(process.execPath, ['--test', `--test-concurrency=${concurrency}`, `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-force-exit', ...files], { env, stdio: 'inherit' });
     child.on('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0)));
   });
   if (cluster) await cluster.stop().catch(() => {});

@@ -34,6 +34,14 @@ export interface ExposureSpec {
   groupIndex: number | null;
   exposureConfig: Obj | null;
   multipleHandling: 'exclude' | 'first_seen';
+  /** Whether the project has person merges to apply (person_overrides rows); without, no join. */
+  merges: boolean;
+}
+
+/** True when the project has person overrides (merges since ingestion) to apply. */
+export async function hasMerges(tx: Tx, projectId: number): Promise<boolean> {
+  const [r] = await tx<{ any: boolean }[]>`SELECT EXISTS (SELECT 1 FROM person_overrides WHERE project_id = ${projectId}) AS any`;
+  return r!.any;
 }
 
 /**
@@ -41,15 +49,14 @@ export interface ExposureSpec {
  * event was ingested with, or the person it was merged into since (person_overrides), a uuid
  * (null for a personless event). For groups, the event's `$group_<i>` (text).
  */
-export function entitySql(tx: Tx, groupIndex: number | null) {
-  return groupIndex === null
-    ? tx`COALESCE(o.override_person_uuid, e.person_id)`
-    : tx`(e.properties->>${`$group_${groupIndex}`})`;
+export function entitySql(tx: Tx, groupIndex: number | null, merges = true) {
+  if (groupIndex !== null) return tx`(e.properties->>${`$group_${groupIndex}`})`;
+  return merges ? tx`COALESCE(o.override_person_uuid, e.person_id)` : tx`e.person_id`;
 }
 
-/** The join that applies person merges (a no-op for groups). */
-export function personJoinSql(tx: Tx, groupIndex: number | null) {
-  return groupIndex === null ? tx`LEFT JOIN person_overrides o ON o.project_id = e.project_id AND o.old_person_uuid = e.person_id` : tx``;
+/** The join that applies person merges (a no-op for groups, or when the project has none). */
+export function personJoinSql(tx: Tx, groupIndex: number | null, merges = true) {
+  return groupIndex === null && merges ? tx`LEFT JOIN person_overrides o ON o.project_id = e.project_id AND o.old_person_uuid = e.person_id` : tx``;
 }
 
 /**
@@ -63,36 +70,38 @@ async function preAggregatedFits(tx: Tx, s: ExposureSpec): Promise<boolean> {
   return r!.lo === null || (r!.lo >= s.start && r!.hi! <= s.end);
 }
 
-/** Creates `exp_exposed(entity, variant, first_exposure, last_exposure)`; returns the exposures per variant, `$multiple` included. */
-export async function materializeExposures(tx: Tx, s: ExposureSpec): Promise<Map<string, number>> {
+/**
+ * Creates `exp_exposed(entity, variant, first_exposure, last_exposure)` in one statement: under
+ * `exclude`, entities that saw several variants are left out right in the aggregate.
+ */
+export async function materializeExposures(tx: Tx, s: ExposureSpec): Promise<void> {
   const custom = s.exposureConfig && s.exposureConfig.kind === 'ExperimentEventExposureConfig' ? s.exposureConfig : null;
   const variantExpr = custom ? tx`(e.properties->>${`$feature/${s.flagKey}`})` : tx`(e.properties->>'$feature_flag_response')`;
   const eventFilter = custom
     ? tx`e.event = ${String(custom.event)} AND ${eventFiltersSql(tx, custom.properties, 'exposure_criteria')}`
     : tx`e.event = '$feature_flag_called' AND left(e.properties->>'$feature_flag', 400) = ${s.flagKey}`;
-  const variantPick = s.multipleHandling === 'first_seen'
-    ? tx`(array_agg(variant ORDER BY ts))[1]`
-    : tx`CASE WHEN count(DISTINCT variant) > 1 THEN '$multiple' ELSE min(variant) END`;
+  const exclude = s.multipleHandling !== 'first_seen';
+  const variantPick = exclude ? tx`min(variant)` : tx`(array_agg(variant ORDER BY ts))[1]`;
+  // One variant seen: min = max (hashable, unlike count(DISTINCT), which forces a sort).
+  const having = exclude ? tx`HAVING min(variant) = max(variant)` : tx``;
+  let rows;
   if (!custom && s.groupIndex === null && await preAggregatedFits(tx, s)) {
     // Ingestion's pre-aggregate (ingestion/exposures.ts): one row per person and response.
-    await tx`CREATE TEMP TABLE exp_all_exposed ON COMMIT DROP AS
-      SELECT entity, ${variantPick} AS variant, min(ts) AS first_exposure, max(last_ts) AS last_exposure
-      FROM (SELECT COALESCE(o.override_person_uuid, x.person_uuid) AS entity, x.variant, x.first_ts AS ts, x.last_ts
-            FROM experiment_exposures x LEFT JOIN person_overrides o ON o.project_id = x.project_id AND o.old_person_uuid = x.person_uuid
-            WHERE x.project_id = ${s.projectId} AND x.flag_key = ${s.flagKey} AND x.variant = ANY(${tx.array(s.variants)}::text[])) x
-      GROUP BY entity`;
+    rows = s.merges
+      ? tx`SELECT COALESCE(o.override_person_uuid, x.person_uuid) AS entity, x.variant, x.first_ts AS ts, x.last_ts
+          FROM experiment_exposures x LEFT JOIN person_overrides o ON o.project_id = x.project_id AND o.old_person_uuid = x.person_uuid
+          WHERE x.project_id = ${s.projectId} AND x.flag_key = ${s.flagKey} AND x.variant = ANY(${tx.array(s.variants)}::text[])`
+      : tx`SELECT x.person_uuid AS entity, x.variant, x.first_ts AS ts, x.last_ts FROM experiment_exposures x
+          WHERE x.project_id = ${s.projectId} AND x.flag_key = ${s.flagKey} AND x.variant = ANY(${tx.array(s.variants)}::text[])`;
   } else {
-    await tx`CREATE TEMP TABLE exp_all_exposed ON COMMIT DROP AS
-      SELECT entity, ${variantPick} AS variant, min(ts) AS first_exposure, max(ts) AS last_exposure
-      FROM (SELECT ${entitySql(tx, s.groupIndex)} AS entity, e.timestamp AS ts, ${variantExpr} AS variant
-            FROM events e ${personJoinSql(tx, s.groupIndex)}
-            WHERE e.project_id = ${s.projectId} AND ${eventFilter} AND e.timestamp >= ${s.start} AND e.timestamp <= ${s.end}) x
-      WHERE entity IS NOT NULL AND variant = ANY(${tx.array(s.variants)}::text[])
-      GROUP BY entity`;
+    rows = tx`SELECT entity, variant, ts, ts AS last_ts
+      FROM (SELECT ${entitySql(tx, s.groupIndex, s.merges)} AS entity, e.timestamp AS ts, ${variantExpr} AS variant
+            FROM events e ${personJoinSql(tx, s.groupIndex, s.merges)}
+            WHERE e.project_id = ${s.projectId} AND ${eventFilter} AND e.timestamp >= ${s.start} AND e.timestamp <= ${s.end}) r
+      WHERE entity IS NOT NULL AND variant = ANY(${tx.array(s.variants)}::text[])`;
   }
-  await tx`CREATE TEMP TABLE exp_exposed ON COMMIT DROP AS SELECT * FROM exp_all_exposed WHERE variant <> '$multiple'`;
-  await tx`CREATE INDEX ON exp_exposed (entity)`;
+  await tx`CREATE TEMP TABLE exp_exposed ON COMMIT DROP AS
+    SELECT entity, ${variantPick} AS variant, min(ts) AS first_exposure, max(last_ts) AS last_exposure
+    FROM (${rows}) r GROUP BY entity ${having}`;
   await tx`ANALYZE exp_exposed`;
-  const rows = await tx<{ variant: string; n: number }[]>`SELECT variant, count(*)::int AS n FROM exp_all_exposed GROUP BY variant`;
-  return new Map(rows.map((r) => [r.variant, r.n]));
 }

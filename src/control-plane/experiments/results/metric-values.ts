@@ -33,6 +33,10 @@ export const DEFAULT_FUNNEL_WINDOW_SECONDS = 3 * 365 * 86_400;
 export interface ValueSpec {
   projectId: number;
   groupIndex: number | null;
+  /** Whether person merges must be applied (see exposures.ts `hasMerges`). */
+  merges: boolean;
+  /** When the exposures happened (bounds the event scans). */
+  span: ExposureSpan;
   start: Date;
   end: Date;
   timezone: string;
@@ -46,7 +50,7 @@ export function windowSeconds(metric: Obj): number {
 }
 
 /** SELECT of one source's events (entity, ts, num, session, grp) up to `until` (`inclusive` or not). */
-function sourceEvents(tx: Tx, s: ValueSpec, source: unknown, attr: string, until: Date, inclusive: boolean) {
+function sourceEvents(tx: Tx, s: ValueSpec, source: unknown, attr: string, until: Date, inclusive: boolean, from: Date = s.start) {
   if (!isObj(source) || source.kind !== 'EventsNode') throw errors.validation('Only EventsNode sources can be computed from Switchyard\'s event store.', attr);
   const event = source.event;
   const mathProperty = typeof source.math_property === 'string' ? source.math_property : null;
@@ -54,13 +58,13 @@ function sourceEvents(tx: Tx, s: ValueSpec, source: unknown, attr: string, until
   // Only what the math reads: a count or a funnel step reads (event, time, person) alone, which
   // the events_project_event_time_person index covers (an index-only scan, no event row read).
   const math = source.math ?? 'total';
-  return tx`SELECT ${entitySql(tx, s.groupIndex)} AS entity, e.timestamp AS ts,
+  return tx`SELECT ${entitySql(tx, s.groupIndex, s.merges)} AS entity, e.timestamp AS ts,
       ${mathProperty && ['sum', 'avg', 'min', 'max'].includes(String(math)) ? numericProperty(tx, mathProperty) : tx`0::float8`} AS num,
       ${math === 'unique_session' ? tx`(e.properties->>'$session_id')` : tx`NULL::text`} AS session,
       ${math === 'unique_group' ? tx`(e.properties->>${groupKey})` : tx`NULL::text`} AS grp
-    FROM events e ${personJoinSql(tx, s.groupIndex)}
+    FROM events e ${personJoinSql(tx, s.groupIndex, s.merges)}
     WHERE e.project_id = ${s.projectId} ${typeof event === 'string' ? tx`AND e.event = ${event}` : tx``}
-      AND e.timestamp >= ${s.start} AND ${inclusive ? tx`e.timestamp <= ${until}` : tx`e.timestamp < ${until}`}
+      AND e.timestamp >= ${from} AND ${inclusive ? tx`e.timestamp <= ${until}` : tx`e.timestamp < ${until}`}
       AND ${eventFiltersSql(tx, source.properties, `${attr}__properties`)}`;
 }
 
@@ -79,12 +83,27 @@ function aggregate(tx: Tx, source: Obj, attr: string) {
   }
 }
 
-/** Creates `table(entity, value)` for one mean-like source. */
-async function sourceValues(tx: Tx, table: string, s: ValueSpec, source: unknown, attr: string, w: number): Promise<void> {
-  const until = new Date(s.end.getTime() + w * 1000);
-  const events = sourceEvents(tx, s, source, attr, until, w === 0);
-  await tx`CREATE TEMP TABLE ${tx(table)} ON COMMIT DROP AS
-    SELECT x.entity, ${aggregate(tx, source as Obj, attr)} AS value
+/**
+ * The span of the exposures (earliest first exposure, latest first and last exposure): no metric
+ * event outside `[earliest first exposure, latest exposure + W]` can count for anyone, so the event
+ * scans are bounded by it as well as by the experiment's window.
+ */
+export interface ExposureSpan { minFirst: Date | null; maxFirst: Date | null; maxLast: Date | null }
+
+/** Reads {@link ExposureSpan} from `exp_exposed`. */
+export async function exposureSpan(tx: Tx): Promise<ExposureSpan> {
+  const [r] = await tx<ExposureSpan[]>`SELECT min(first_exposure) AS "minFirst", max(first_exposure) AS "maxFirst", max(last_exposure) AS "maxLast" FROM exp_exposed`;
+  return r!;
+}
+
+const later = (a: Date, b: Date | null) => (b !== null && b > a ? b : a);
+const earlier = (a: Date, b: Date | null) => (b !== null && b < a ? b : a);
+
+/** SELECT of one mean-like source's value per exposed entity (entities without events are absent). */
+function sourceValues(tx: Tx, s: ValueSpec, source: unknown, attr: string, w: number) {
+  const until = w > 0 ? earlier(new Date(s.end.getTime() + w * 1000), s.span.maxLast && new Date(s.span.maxLast.getTime() + w * 1000)) : s.end;
+  const events = sourceEvents(tx, s, source, attr, until, w === 0, later(s.start, s.span.minFirst));
+  return tx`SELECT x.entity, ${aggregate(tx, source as Obj, attr)} AS value
     FROM exp_exposed x JOIN (${events}) s ON s.entity = x.entity AND s.ts >= x.first_exposure
       ${w > 0 ? tx`AND s.ts < x.last_exposure + make_interval(secs => ${w})` : tx``}
     GROUP BY x.entity`;
@@ -104,28 +123,40 @@ async function stepEvents(tx: Tx, s: ValueSpec, sources: unknown[], attr: string
   await tx`ANALYZE exp_steps`;
 }
 
-/** Creates `exp_values` for `metric`. @throws ApiError 400 for a metric that cannot be computed. */
-export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj): Promise<void> {
+/**
+ * The relation of per-entity values: the `exp_values` table, or a subquery read once. Wrapped in
+ * an object because a SQL fragment is a thenable: returned bare from an async function it would run.
+ */
+export interface ValuesRelation { relation: ReturnType<Tx> }
+
+/**
+ * The per-entity values of `metric` (entity, variant, value, denom, step): materialised as the
+ * temporary table `exp_values` when `materialize` (winsorization updates it; funnels read it
+ * twice), else returned as a subquery the aggregate reads once, which saves writing a row per
+ * exposed entity. @throws ApiError 400 for a metric that cannot be computed.
+ */
+export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj, materialize: boolean): Promise<ValuesRelation> {
   const w = windowSeconds(metric);
+  const create = async (select: ReturnType<Tx>): Promise<ValuesRelation> => {
+    if (!materialize) return { relation: tx`(${select})` };
+    await tx`CREATE TEMP TABLE exp_values ON COMMIT DROP AS ${select}`;
+    return { relation: tx`exp_values` };
+  };
   switch (metric.metric_type) {
     case 'mean': {
-      await sourceValues(tx, 'exp_src0', s, metric.source, 'metric__source', w);
-      await tx`CREATE TEMP TABLE exp_values ON COMMIT DROP AS SELECT x.entity, x.variant, COALESCE(v.value, 0)::float8 AS value,
-        1::float8 AS denom, 0 AS step FROM exp_exposed x LEFT JOIN exp_src0 v ON v.entity = x.entity`;
-      return;
+      return create(tx`SELECT x.entity, x.variant, COALESCE(v.value, 0)::float8 AS value, 1::float8 AS denom, 0 AS step
+        FROM exp_exposed x LEFT JOIN (${sourceValues(tx, s, metric.source, 'metric__source', w)}) v ON v.entity = x.entity`);
     }
     case 'ratio': {
-      await sourceValues(tx, 'exp_src0', s, metric.numerator, 'metric__numerator', w);
-      await sourceValues(tx, 'exp_src1', s, metric.denominator, 'metric__denominator', w);
-      await tx`CREATE TEMP TABLE exp_values ON COMMIT DROP AS SELECT x.entity, x.variant, COALESCE(a.value, 0)::float8 AS value,
-        COALESCE(b.value, 0)::float8 AS denom, 0 AS step
-        FROM exp_exposed x LEFT JOIN exp_src0 a ON a.entity = x.entity LEFT JOIN exp_src1 b ON b.entity = x.entity`;
-      return;
+      return create(tx`SELECT x.entity, x.variant, COALESCE(a.value, 0)::float8 AS value, COALESCE(b.value, 0)::float8 AS denom, 0 AS step
+        FROM exp_exposed x LEFT JOIN (${sourceValues(tx, s, metric.numerator, 'metric__numerator', w)}) a ON a.entity = x.entity
+          LEFT JOIN (${sourceValues(tx, s, metric.denominator, 'metric__denominator', w)}) b ON b.entity = x.entity`);
     }
     case 'funnel': {
       const steps = Array.isArray(metric.series) ? metric.series : [];
       const fw = w > 0 ? w : DEFAULT_FUNNEL_WINDOW_SECONDS;
-      const until = new Date(s.end.getTime() + fw * 1000);
+      const until = earlier(new Date(s.end.getTime() + fw * 1000), s.span.maxFirst && new Date(s.span.maxFirst.getTime() + fw * 1000));
+      const stepsFrom = later(s.start, s.span.minFirst);
       const k = steps.length;
       const ordered = metric.funnel_order_type !== 'unordered';
       // One pass per step over that step's events (an index-only scan for plain steps), joined to
@@ -133,7 +164,7 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj): Prom
       // (earliest is optimal for reaching every later step); unordered, any step event after the
       // exposure. All within W of the first exposure.
       for (let step = 1; step <= k; step++) {
-        const events = sourceEvents(tx, s, steps[step - 1], `metric__series__${step - 1}`, until, true);
+        const events = sourceEvents(tx, s, steps[step - 1], `metric__series__${step - 1}`, until, true, stepsFrom);
         const prev = ordered && step > 1 ? tx`${tx(`exp_f${step - 1}`)}` : tx`exp_exposed`;
         const from = ordered && step > 1 ? tx`p.t` : tx`p.first_exposure`;
         await tx`CREATE TEMP TABLE ${tx(`exp_f${step}`)} ON COMMIT DROP AS
@@ -149,9 +180,8 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj): Prom
           ? tx`CASE WHEN ${tx(`f${step}`)}.entity IS NOT NULL THEN ${step} ELSE ${reached} END`
           : tx`${reached} + (CASE WHEN ${tx(`f${step}`)}.entity IS NOT NULL THEN 1 ELSE 0 END)`;
       }
-      await tx`CREATE TEMP TABLE exp_values ON COMMIT DROP AS SELECT entity, variant, (CASE WHEN reached = ${k} THEN 1 ELSE 0 END)::float8 AS value,
-        1::float8 AS denom, reached AS step FROM (SELECT x.entity, x.variant, ${reached} AS reached FROM exp_exposed x ${joins}) f`;
-      return;
+      return create(tx`SELECT entity, variant, (CASE WHEN reached = ${k} THEN 1 ELSE 0 END)::float8 AS value,
+        1::float8 AS denom, reached AS step FROM (SELECT x.entity, x.variant, ${reached} AS reached FROM exp_exposed x ${joins}) f`);
     }
     case 'retention': {
       await stepEvents(tx, s, [metric.start_event, metric.completion_event], 'metric__retention', Math.max(w, DEFAULT_FUNNEL_WINDOW_SECONDS));
@@ -160,15 +190,13 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj): Prom
       const to = Number(metric.retention_window_end ?? from);
       if (!Number.isInteger(from) || !Number.isInteger(to) || to < from) throw errors.validation('retention_window_start and retention_window_end must be integers, start ≤ end.', 'metric');
       const pick = metric.start_handling === 'last_seen' ? tx`max(ts)` : tx`min(ts)`;
-      await tx`CREATE TEMP TABLE exp_values ON COMMIT DROP AS
-        SELECT x.entity, x.variant,
+      return create(tx`SELECT x.entity, x.variant,
           (CASE WHEN EXISTS (SELECT 1 FROM exp_steps c WHERE c.entity = x.entity AND c.k = 2 AND c.ts > st.start_ts
             AND date_trunc(${unit}, c.ts AT TIME ZONE ${s.timezone})
               BETWEEN date_trunc(${unit}, st.start_ts AT TIME ZONE ${s.timezone}) + make_interval(${unit === 'hour' ? tx`hours` : tx`days`} => ${from})
                   AND date_trunc(${unit}, st.start_ts AT TIME ZONE ${s.timezone}) + make_interval(${unit === 'hour' ? tx`hours` : tx`days`} => ${to}))
           THEN 1 ELSE 0 END)::float8 AS value, 1::float8 AS denom, 0 AS step
-        FROM exp_exposed x JOIN (SELECT entity, ${pick} AS start_ts FROM exp_steps WHERE k = 1 AND ts <= ${s.end} GROUP BY entity) st ON st.entity = x.entity`;
-      return;
+        FROM exp_exposed x JOIN (SELECT entity, ${pick} AS start_ts FROM exp_steps WHERE k = 1 AND ts <= ${s.end} GROUP BY entity) st ON st.entity = x.entity`);
     }
     default:
       throw errors.validation(`metric_type "${String(metric.metric_type)}" cannot be computed.`, 'metric__metric_type');

@@ -18,8 +18,8 @@ import { errors } from '../../../errors.js';
 import { analyze } from '../../../stats/analyze.js';
 import * as store from '../store.js';
 import { validateMetric } from '../metrics.js';
-import { materializeExposures } from './exposures.js';
-import { materializeValues, winsorize } from './metric-values.js';
+import { hasMerges, materializeExposures } from './exposures.js';
+import { exposureSpan, materializeValues, winsorize } from './metric-values.js';
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -68,20 +68,24 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
   const groupIndex = typeof flag.filters.aggregation_group_type_index === 'number' ? flag.filters.aggregation_group_type_index : null;
   const criteria = experiment.exposure_criteria ?? {};
 
+  const winsorized = metric.metric_type === 'mean' && (metric.lower_bound_percentile != null || metric.upper_bound_percentile != null);
+  const materialize = winsorized || metric.metric_type === 'funnel';
   const aggregates = await sql.begin(async (tx) => {
+    const merges = await hasMerges(tx, projectId);
     await materializeExposures(tx, {
-      projectId, flagKey: flag.key, variants, start: experiment.start_date!, end, groupIndex,
+      projectId, flagKey: flag.key, variants, start: experiment.start_date!, end, groupIndex, merges,
       exposureConfig: isObj(criteria.exposure_config) ? criteria.exposure_config : null,
       multipleHandling: criteria.multiple_variant_handling === 'first_seen' ? 'first_seen' : 'exclude',
     });
-    await materializeValues(tx, { projectId, groupIndex, start: experiment.start_date!, end, timezone: project?.timezone ?? 'UTC' }, metric);
-    if (metric.metric_type === 'mean' && (metric.lower_bound_percentile != null || metric.upper_bound_percentile != null)) {
+    const span = await exposureSpan(tx);
+    const values = await materializeValues(tx, { projectId, groupIndex, merges, span, start: experiment.start_date!, end, timezone: project?.timezone ?? 'UTC' }, metric, materialize);
+    if (winsorized) {
       await winsorize(tx, (metric.lower_bound_percentile as number | null) ?? null, (metric.upper_bound_percentile as number | null) ?? null, metric.ignore_zeros === true);
     }
     const rows = await tx<{ variant: string; n: number; s: number; ss: number; ds: number; dss: number; p: number }[]>`
       SELECT variant, count(*)::int AS n, COALESCE(sum(value), 0)::float8 AS s, COALESCE(sum(value * value), 0)::float8 AS ss,
         COALESCE(sum(denom), 0)::float8 AS ds, COALESCE(sum(denom * denom), 0)::float8 AS dss, COALESCE(sum(value * denom), 0)::float8 AS p
-      FROM exp_values GROUP BY variant`;
+      FROM ${values.relation} v GROUP BY variant`;
     const steps = metric.metric_type === 'funnel'
       ? await tx<{ variant: string; step: number; n: number }[]>`SELECT variant, step, count(*)::int AS n FROM exp_values GROUP BY variant, step`
       : [];
