@@ -1,6 +1,8 @@
 /**
- * Per-entity metric values of the exposed entities (research/experiments.md §3), materialised
- * as the temporary table `exp_values(entity, variant, value, denom, step)`:
+ * Per-entity metric values of the exposed entities (research/experiments.md §3): rows
+ * `(entity, variant, value, denom, step)`, read once as a subquery or materialised as the
+ * temporary table `exp_values` ({@link materializeValues}). Event scans are bounded by the
+ * experiment's window and by the exposures' span ({@link ExposureSpan}).
  *
  * - mean: metric events at/after the entity's first exposure and, with a conversion window W,
  *   before its last exposure + W (events `[start, end + W)`); value by `math` — total (count),
