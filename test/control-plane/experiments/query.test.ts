@@ -231,6 +231,63 @@ test('a person merged after exposure counts once, with the events of both former
   assert.deepEqual([after.body.baseline.number_of_samples, after.body.baseline.sum, after.body.baseline.sum_squares], [60, 3, 9]);
 });
 
+test('exposure criteria: first_seen keeps users who saw both variants, a custom exposure event replaces $feature_flag_called', async () => {
+  const key = 'criteria-exp';
+  const start = Date.now() - 10 * HOUR;
+  const id = await experiment('Criteria', key, new Date(start));
+  const events: Ev[] = [];
+  for (let i = 0; i < 60; i++) for (const v of ['control', 'test']) events.push(exposure(`c-${v}-${i}`, key, v, start + HOUR));
+  // switcher saw test first, then control: excluded by default, test under first_seen.
+  events.push(exposure('switcher', key, 'test', start + HOUR), exposure('switcher', key, 'control', start + 2 * HOUR));
+  events.push({ distinct_id: 'switcher', event: 'buy', timestamp: new Date(start + 3 * HOUR).toISOString(), properties: {} });
+  // Custom exposure: `viewed_pricing` with the flag's value in $feature/<key>, only on the pricing page.
+  for (let i = 0; i < 55; i++) {
+    for (const v of ['control', 'test']) {
+      events.push({ distinct_id: `p-${v}-${i}`, event: 'viewed_pricing', timestamp: new Date(start + HOUR).toISOString(),
+        properties: { [`$feature/${key}`]: v, page: i < 52 ? 'pricing' : 'home' } });
+    }
+  }
+  await ingest(events);
+  const metric = { kind: 'ExperimentMetric', metric_type: 'mean', source: { kind: 'EventsNode', event: 'buy' } };
+  const excluded = await query(id, metric);
+  assert.deepEqual([excluded.body.baseline.number_of_samples, excluded.body.variant_results[0].number_of_samples], [60, 60]);
+  await t.request('PATCH', `/api/projects/${t.projectId}/experiments/${id}/`, { body: { exposure_criteria: { multiple_variant_handling: 'first_seen' } } });
+  const firstSeen = await query(id, metric);
+  assert.deepEqual([firstSeen.body.baseline.number_of_samples, firstSeen.body.variant_results[0].number_of_samples, firstSeen.body.variant_results[0].sum], [60, 61, 1]);
+  await t.request('PATCH', `/api/projects/${t.projectId}/experiments/${id}/`, { body: { exposure_criteria: {
+    exposure_config: { kind: 'ExperimentEventExposureConfig', event: 'viewed_pricing', properties: [{ key: 'page', type: 'event', operator: 'exact', value: ['pricing'] }] } } } });
+  const custom = await query(id, metric);
+  assert.deepEqual([custom.body.baseline.number_of_samples, custom.body.variant_results[0].number_of_samples], [52, 52]);
+});
+
+test('group aggregation: the entity is the group of the flag\'s group type', async () => {
+  // Group type `company` at some index, and a flag aggregated by it.
+  await ingestEvents(t.db.sql, [{ uuid: crypto.randomUUID(), project_id: t.projectId, event: '$groupidentify', distinct_id: 'g-admin',
+    properties: { $group_type: 'company', $group_key: 'acme', $group_set: {} }, timestamp: new Date().toISOString() }]);
+  const [m] = await t.db.sql<{ i: number }[]>`SELECT group_type_index AS i FROM group_type_mappings WHERE project_id = ${t.projectId} AND group_type = 'company'`;
+  const i = m!.i;
+  const key = 'group-exp';
+  const start = Date.now() - 10 * HOUR;
+  const id = await experiment('Groups', key, new Date(start), { parameters: { aggregation_group_type_index: i } });
+  const events: Ev[] = [];
+  // 55 companies per variant, two users each; each company buys once per user.
+  for (let c = 0; c < 55; c++) {
+    for (const v of ['control', 'test']) {
+      for (const u of [0, 1]) {
+        const d = `g-${v}-${c}-${u}`;
+        events.push({ ...exposure(d, key, v, start + HOUR), properties: { $feature_flag: key, $feature_flag_response: v, [`$group_${i}`]: `co-${v}-${c}` } });
+        events.push({ distinct_id: d, event: 'buy', timestamp: new Date(start + 2 * HOUR).toISOString(), properties: { [`$group_${i}`]: `co-${v}-${c}` } });
+      }
+    }
+  }
+  await ingest(events);
+  const r = await query(id, { kind: 'ExperimentMetric', metric_type: 'mean', source: { kind: 'EventsNode', event: 'buy' } });
+  assert.equal(r.status, 200, r.text);
+  for (const arm of [r.body.baseline, ...r.body.variant_results]) {
+    assert.deepEqual([arm.number_of_samples, arm.sum, arm.sum_squares], [55, 110, 55 * 4], arm.key);
+  }
+});
+
 test('the shared event-level vector sem-winsorize-sum: pooled percentile bounds, floor(p·N)', async () => {
   const vectors = JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, 'test', 'stats', 'vectors', 'experiment-stats-sample.json'), 'utf8')) as { vectors: any[] };
   const v = vectors.vectors.find((x) => x.id === 'sem-winsorize-sum');
