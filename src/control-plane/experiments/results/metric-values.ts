@@ -166,9 +166,24 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj, mater
       // (earliest is optimal for reaching every later step); unordered, any step event after the
       // exposure. All within W of the first exposure.
       for (let step = 1; step <= k; step++) {
-        const events = sourceEvents(tx, s, steps[step - 1], `metric__series__${step - 1}`, until, true, stepsFrom);
+        const source = steps[step - 1];
+        const attr = `metric__series__${step - 1}`;
         const prev = ordered && step > 1 ? tx`${tx(`exp_f${step - 1}`)}` : tx`exp_exposed`;
         const from = ordered && step > 1 ? tx`p.t` : tx`p.first_exposure`;
+        if (s.groupIndex === null && !s.merges && isObj(source) && source.kind === 'EventsNode' && typeof source.event === 'string') {
+          // Persons without merges: one probe per person of events_project_person_event_time for
+          // the earliest step event at/after the previous step, instead of joining every step event.
+          await tx`CREATE TEMP TABLE ${tx(`exp_f${step}`)} ON COMMIT DROP AS
+            SELECT p.entity, p.first_exposure, f.t FROM ${prev} p CROSS JOIN LATERAL (
+              SELECT min(e.timestamp) AS t FROM events e
+              WHERE e.project_id = ${s.projectId} AND e.person_id = p.entity AND e.event = ${source.event}
+                AND e.timestamp >= ${from} AND e.timestamp >= ${stepsFrom} AND e.timestamp <= ${until}
+                AND e.timestamp <= p.first_exposure + make_interval(secs => ${fw})
+                AND ${eventFiltersSql(tx, source.properties, `${attr}__properties`)}) f
+            WHERE f.t IS NOT NULL`;
+          continue;
+        }
+        const events = sourceEvents(tx, s, source, attr, until, true, stepsFrom);
         await tx`CREATE TEMP TABLE ${tx(`exp_f${step}`)} ON COMMIT DROP AS
           SELECT p.entity, p.first_exposure, min(e.ts) AS t
           FROM ${prev} p JOIN (${events}) e ON e.entity = p.entity AND e.ts >= ${from} AND e.ts <= p.first_exposure + make_interval(secs => ${fw})
