@@ -36,6 +36,8 @@ export interface ExposureSpec {
   multipleHandling: 'exclude' | 'first_seen';
   /** Whether the project has person merges to apply (person_overrides rows); without, no join. */
   merges: boolean;
+  /** This transaction's share of the entities: those whose hash is `index` modulo `count`. */
+  partition?: { index: number; count: number };
 }
 
 /** True when the project has person overrides (merges since ingestion) to apply. */
@@ -100,8 +102,10 @@ export async function materializeExposures(tx: Tx, s: ExposureSpec): Promise<voi
             WHERE e.project_id = ${s.projectId} AND ${eventFilter} AND e.timestamp >= ${s.start} AND e.timestamp <= ${s.end}) r
       WHERE entity IS NOT NULL AND variant = ANY(${tx.array(s.variants)}::text[])`;
   }
+  const part = s.partition && s.partition.count > 1
+    ? tx`WHERE abs(hashtext(r.entity::text)) % ${s.partition.count} = ${s.partition.index}` : tx``;
   await tx`CREATE TEMP TABLE exp_exposed ON COMMIT DROP AS
     SELECT entity, ${variantPick} AS variant, min(ts) AS first_exposure, max(last_ts) AS last_exposure
-    FROM (${rows}) r GROUP BY entity ${having}`;
+    FROM (${rows}) r ${part} GROUP BY entity ${having}`;
   await tx`ANALYZE exp_exposed`;
 }

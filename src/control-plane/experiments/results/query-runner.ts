@@ -28,6 +28,8 @@ const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !
 export const MIN_EXPOSURES = 50;
 /** Fewest conversions per arm of a funnel or retention metric (PostHog). */
 export const MIN_CONVERSIONS = 5;
+/** Transactions one analysis is split into (the entities by hash): one per core of this machine kind. */
+export const ANALYSIS_PARTITIONS = 2;
 
 interface VariantAggregate {
   key: string; n: number; sum: number; sum_squares: number; denominator_sum: number; denominator_sum_squares: number;
@@ -70,27 +72,41 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
 
   const winsorized = metric.metric_type === 'mean' && (metric.lower_bound_percentile != null || metric.upper_bound_percentile != null);
   const materialize = winsorized || metric.metric_type === 'funnel';
-  const aggregates = await sql.begin(async (tx) => {
+  type Row = { variant: string; n: number; s: number; ss: number; ds: number; dss: number; p: number };
+  type Step = { variant: string; step: number; n: number };
+  // The entities are split by a hash into PARTITIONS transactions run at once (Postgres works each
+  // on its own backend, so both cores); sums, counts and step counts add up across partitions.
+  // Winsorization needs percentiles over every entity, so it runs as one partition.
+  const partitions = winsorized ? 1 : ANALYSIS_PARTITIONS;
+  const parts = await Promise.all(Array.from({ length: partitions }, (_, index) => sql.begin(async (tx) => {
     const merges = await hasMerges(tx, projectId);
     await materializeExposures(tx, {
       projectId, flagKey: flag.key, variants, start: experiment.start_date!, end, groupIndex, merges,
       exposureConfig: isObj(criteria.exposure_config) ? criteria.exposure_config : null,
       multipleHandling: criteria.multiple_variant_handling === 'first_seen' ? 'first_seen' : 'exclude',
+      partition: { index, count: partitions },
     });
     const span = await exposureSpan(tx);
     const values = await materializeValues(tx, { projectId, groupIndex, merges, span, start: experiment.start_date!, end, timezone: project?.timezone ?? 'UTC' }, metric, materialize);
     if (winsorized) {
       await winsorize(tx, (metric.lower_bound_percentile as number | null) ?? null, (metric.upper_bound_percentile as number | null) ?? null, metric.ignore_zeros === true);
     }
-    const rows = await tx<{ variant: string; n: number; s: number; ss: number; ds: number; dss: number; p: number }[]>`
+    const rows = await tx<Row[]>`
       SELECT variant, count(*)::int AS n, COALESCE(sum(value), 0)::float8 AS s, COALESCE(sum(value * value), 0)::float8 AS ss,
         COALESCE(sum(denom), 0)::float8 AS ds, COALESCE(sum(denom * denom), 0)::float8 AS dss, COALESCE(sum(value * denom), 0)::float8 AS p
       FROM ${values.relation} v GROUP BY variant`;
     const steps = metric.metric_type === 'funnel'
-      ? await tx<{ variant: string; step: number; n: number }[]>`SELECT variant, step, count(*)::int AS n FROM exp_values GROUP BY variant, step`
+      ? await tx<Step[]>`SELECT variant, step, count(*)::int AS n FROM exp_values GROUP BY variant, step`
       : [];
-    return { rows, steps };
-  }) as { rows: { variant: string; n: number; s: number; ss: number; ds: number; dss: number; p: number }[]; steps: { variant: string; step: number; n: number }[] };
+    return { rows: [...rows], steps: [...steps] };
+  }) as Promise<{ rows: Row[]; steps: Step[] }>));
+  const merged = new Map<string, Row>();
+  for (const r of parts.flatMap((p) => p.rows)) {
+    const m = merged.get(r.variant);
+    if (!m) merged.set(r.variant, { ...r });
+    else { m.n += r.n; m.s += r.s; m.ss += r.ss; m.ds += r.ds; m.dss += r.dss; m.p += r.p; }
+  }
+  const aggregates = { rows: [...merged.values()], steps: parts.flatMap((p) => p.steps) };
 
   const stepCount = Array.isArray(metric.series) ? metric.series.length : 0;
   const byVariant = new Map(aggregates.rows.map((r) => [r.variant, r]));
