@@ -16,6 +16,15 @@
  * Measured, each twice (the second run is warm): the same-run baseline — a plain `count(*)` over the
  * project's events — and `POST /query/` for a mean metric (purchase count, 7-day window) and an
  * ordered funnel (pageview → purchase). Printed: seconds and the ratio to the baseline.
+ *
+ * RESULTS (2026-11-25, 2 vCPU AMD EPYC, Node 20.20.2; 1 M users, 20 M events; warm): count(*) 1.3 s;
+ * mean 3.2 s (2.4×); ordered two-step funnel 7.5 s (5.7×). Start of the day: mean 8.0 s, funnel 29 s.
+ * Where the time goes (EXPLAIN on a kept database): the mean is an index-only scan of 5.7 M
+ * purchase entries (~1.2 s) hash-joined to the exposed half of the users in each of the two
+ * transactions; the funnel is 1 M + ~1 M probes of the (person, event, time) index at ~7 µs each.
+ * Tried and dropped: a larger work_mem (the 1 M-entry hash tables outgrow the CPU caches and the
+ * join got slower than the batched one); one statement over regular tables so Postgres can plan in
+ * parallel (without temp-table statistics it chose a nested loop: 128 s).
  * Knobs (env): BENCH_USERS (1,000,000), BENCH_EVENTS (20,000,000), DATABASE_URL, BENCH_KEEP_DB=1 (keep the
  * database for EXPLAIN sessions; its URL is printed), BENCH_REUSE_DB=<that URL> (measure again on a
  * kept database without writing the workload).
