@@ -4,9 +4,9 @@
  * events are generated whose per-user values have exactly the vector's sufficient statistics —
  * n users per arm, Σx and Σx² (two users carry the remainder of the variance) — captured through
  * the real ingestion; the experiment's stats_config is the vector's; the endpoint's interval,
- * p-value or chance to win must match the vector within its tolerance. (CUPED, GrowthBook's
- * conventions, SRM and multiple comparisons are not query outputs; they are checked through
- * `switchyard stats`.)
+ * p-value or chance to win must match the vector within its tolerance; the CUPED vector gets exact
+ * (pre, post) pairs per user. (GrowthBook's conventions, SRM and multiple comparisons are not
+ * query outputs; they are checked through `switchyard stats`.)
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -120,6 +120,53 @@ for (const v of supported) {
     assert.ok(checked >= 2, `${v.id}: at least the interval and one probability were compared`);
   });
 }
+
+/**
+ * n pairs (x, y) with exactly Σx, Σx², Σy, Σy² and Σxy: everyone at the means but three users, whose
+ * deviations lie in the plane orthogonal to (1, 1, 1): x along u, y along u and v (u ⟂ v, unit).
+ */
+function pairsFor(n: number, sx: number, qx: number, sy: number, qy: number, sxy: number): [number, number][] {
+  const mx = sx / n;
+  const my = sy / n;
+  const cxx = qx - n * mx * mx;
+  const cyy = qy - n * my * my;
+  const cxy = sxy - n * mx * my;
+  const alpha = Math.sqrt(cxx);
+  const beta = cxy / alpha;
+  const gamma = Math.sqrt(cyy - beta * beta);
+  const u = [1 / Math.SQRT2, -1 / Math.SQRT2, 0];
+  const v = [1 / Math.sqrt(6), 1 / Math.sqrt(6), -2 / Math.sqrt(6)];
+  return Array.from({ length: n }, (_, i) => (i < 3
+    ? [mx + alpha * u[i]!, my + beta * u[i]! + gamma * v[i]!] as [number, number]
+    : [mx, my] as [number, number]));
+}
+
+test('vector ph-cuped-freq-rel through POST /query/: the covariate is the same metric in the 14 days before exposure', async () => {
+  const v = vectors.find((x) => x.id === 'ph-cuped-freq-rel')!;
+  const key = 'vec-cuped';
+  const start = Date.now() - 5 * 3600_000;
+  const at = start + 3600_000;
+  const x = await t.request('POST', `/api/projects/${t.projectId}/experiments/`, { body: { name: v.id, feature_flag_key: key, start_date: new Date(start).toISOString(),
+    stats_config: { method: 'frequentist', frequentist: { alpha: v.config.alpha, difference_type: 'RELATIVE' }, cuped: { enabled: true } } } });
+  assert.equal(x.status, 201, x.text);
+  const events: Ev[] = [];
+  for (const [arm, s] of [['control', v.inputs.control], ['test', v.inputs.treatment]] as [Arm, any][]) {
+    const pairs = pairsFor(s.n, s.pre.sum, s.pre.sum_squares, s.post.sum, s.post.sum_squares, s.post_pre_sum_of_products);
+    events.push(...armEvents(key, arm, s.n, at, (i, d) => [
+      { uuid: crypto.randomUUID(), project_id: t.projectId, event: 'purchase', distinct_id: d, properties: { amount: pairs[i]![0] }, timestamp: new Date(at - 86_400_000).toISOString() },
+      { uuid: crypto.randomUUID(), project_id: t.projectId, event: 'purchase', distinct_id: d, properties: { amount: pairs[i]![1] }, timestamp: new Date(at + 60_000).toISOString() },
+    ]));
+  }
+  await ingest(events);
+  const metric = { kind: 'ExperimentMetric', metric_type: 'mean', source: { kind: 'EventsNode', event: 'purchase', math: 'sum', math_property: 'amount' } };
+  const r = await t.request('POST', `/api/projects/${t.projectId}/query/`, { body: { query: { kind: 'ExperimentQuery', experiment_id: x.body.id, metric } } });
+  assert.equal(r.status, 200, r.text);
+  assert.ok(Math.abs(r.body.baseline.covariate_sum - v.inputs.control.pre.sum) < 1e-6);
+  assert.ok(Math.abs(r.body.variant_results[0].covariate_sum_product - v.inputs.treatment.post_pre_sum_of_products) < 1e-6);
+  const ci = r.body.variant_results[0].confidence_interval as number[];
+  for (const [i, e] of (v.expected.confidence_interval as number[]).entries()) assert.ok(Math.abs(ci[i]! - e) <= v.tolerance.abs, `ci[${i}] ${ci[i]} vs ${e}`);
+  assert.equal(r.body.variant_results[0].significant, v.expected.significant);
+});
 
 test('the vectors the endpoint can express are all here', () => {
   assert.deepEqual(supported.map((v) => v.id).sort(), ['ph-bayes-mean-rel', 'ph-freq-mean-rel', 'ph-freq-prop-rel', 'ph-freq-ratio-rel', 'ph-seq-mean-rel-N1000']);

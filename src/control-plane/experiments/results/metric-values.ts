@@ -1,6 +1,6 @@
 /**
  * Per-entity metric values of the exposed entities (research/experiments.md §3): rows
- * `(entity, variant, value, denom, step)`, read once as a subquery or materialised as the
+ * `(entity, variant, value, denom, step, cov)` (`cov`: CUPED's pre-exposure covariate, mean metrics), read once as a subquery or materialised as the
  * temporary table `exp_values` ({@link materializeValues}). Event scans are bounded by the
  * experiment's window and by the exposures' span ({@link ExposureSpan}).
  *
@@ -39,6 +39,11 @@ export interface ValueSpec {
   merges: boolean;
   /** When the exposures happened (bounds the event scans). */
   span: ExposureSpan;
+  /**
+   * CUPED (research/experiments.md §4.6): days before each entity's first exposure whose values of
+   * the same metric are its covariate (`cov`); null = no covariate (0).
+   */
+  cupedLookbackDays: number | null;
   start: Date;
   end: Date;
   timezone: string;
@@ -101,6 +106,16 @@ export async function exposureSpan(tx: Tx): Promise<ExposureSpan> {
 const later = (a: Date, b: Date | null) => (b !== null && b > a ? b : a);
 const earlier = (a: Date, b: Date | null) => (b !== null && b < a ? b : a);
 
+/** SELECT of a source's value per exposed entity over the `days` before its first exposure (CUPED's covariate). */
+function covariateValues(tx: Tx, s: ValueSpec, source: unknown, days: number) {
+  const from = new Date((s.span.minFirst ?? s.start).getTime() - days * 86_400_000);
+  const events = sourceEvents(tx, s, source, 'metric__source', s.span.maxFirst ?? s.end, false, from);
+  return tx`SELECT x.entity, ${aggregate(tx, source as Obj, 'metric__source')} AS value
+    FROM exp_exposed x JOIN (${events}) s ON s.entity = x.entity
+      AND s.ts >= x.first_exposure - make_interval(days => ${days}) AND s.ts < x.first_exposure
+    GROUP BY x.entity`;
+}
+
 /** SELECT of one mean-like source's value per exposed entity (entities without events are absent). */
 function sourceValues(tx: Tx, s: ValueSpec, source: unknown, attr: string, w: number) {
   const until = w > 0 ? earlier(new Date(s.end.getTime() + w * 1000), s.span.maxLast && new Date(s.span.maxLast.getTime() + w * 1000)) : s.end;
@@ -146,11 +161,14 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj, mater
   };
   switch (metric.metric_type) {
     case 'mean': {
-      return create(tx`SELECT x.entity, x.variant, COALESCE(v.value, 0)::float8 AS value, 1::float8 AS denom, 0 AS step
-        FROM exp_exposed x LEFT JOIN (${sourceValues(tx, s, metric.source, 'metric__source', w)}) v ON v.entity = x.entity`);
+      const days = s.cupedLookbackDays;
+      return create(tx`SELECT x.entity, x.variant, COALESCE(v.value, 0)::float8 AS value, 1::float8 AS denom, 0 AS step,
+          ${days === null ? tx`0::float8` : tx`COALESCE(c.value, 0)::float8`} AS cov
+        FROM exp_exposed x LEFT JOIN (${sourceValues(tx, s, metric.source, 'metric__source', w)}) v ON v.entity = x.entity
+          ${days === null ? tx`` : tx`LEFT JOIN (${covariateValues(tx, s, metric.source, days)}) c ON c.entity = x.entity`}`);
     }
     case 'ratio': {
-      return create(tx`SELECT x.entity, x.variant, COALESCE(a.value, 0)::float8 AS value, COALESCE(b.value, 0)::float8 AS denom, 0 AS step
+      return create(tx`SELECT x.entity, x.variant, COALESCE(a.value, 0)::float8 AS value, COALESCE(b.value, 0)::float8 AS denom, 0 AS step, 0::float8 AS cov
         FROM exp_exposed x LEFT JOIN (${sourceValues(tx, s, metric.numerator, 'metric__numerator', w)}) a ON a.entity = x.entity
           LEFT JOIN (${sourceValues(tx, s, metric.denominator, 'metric__denominator', w)}) b ON b.entity = x.entity`);
     }
@@ -198,7 +216,7 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj, mater
           : tx`${reached} + (CASE WHEN ${tx(`f${step}`)}.entity IS NOT NULL THEN 1 ELSE 0 END)`;
       }
       return create(tx`SELECT entity, variant, (CASE WHEN reached = ${k} THEN 1 ELSE 0 END)::float8 AS value,
-        1::float8 AS denom, reached AS step FROM (SELECT x.entity, x.variant, ${reached} AS reached FROM exp_exposed x ${joins}) f`);
+        1::float8 AS denom, reached AS step, 0::float8 AS cov FROM (SELECT x.entity, x.variant, ${reached} AS reached FROM exp_exposed x ${joins}) f`);
     }
     case 'retention': {
       await stepEvents(tx, s, [metric.start_event, metric.completion_event], 'metric__retention', Math.max(w, DEFAULT_FUNNEL_WINDOW_SECONDS));
@@ -212,7 +230,7 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj, mater
             AND date_trunc(${unit}, c.ts AT TIME ZONE ${s.timezone})
               BETWEEN date_trunc(${unit}, st.start_ts AT TIME ZONE ${s.timezone}) + make_interval(${unit === 'hour' ? tx`hours` : tx`days`} => ${from})
                   AND date_trunc(${unit}, st.start_ts AT TIME ZONE ${s.timezone}) + make_interval(${unit === 'hour' ? tx`hours` : tx`days`} => ${to}))
-          THEN 1 ELSE 0 END)::float8 AS value, 1::float8 AS denom, 0 AS step
+          THEN 1 ELSE 0 END)::float8 AS value, 1::float8 AS denom, 0 AS step, 0::float8 AS cov
         FROM exp_exposed x JOIN (SELECT entity, ${pick} AS start_ts FROM exp_steps WHERE k = 1 AND ts <= ${s.end} GROUP BY entity) st ON st.entity = x.entity`);
     }
     default:

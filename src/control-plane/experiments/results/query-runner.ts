@@ -28,12 +28,17 @@ const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !
 export const MIN_EXPOSURES = 50;
 /** Fewest conversions per arm of a funnel or retention metric (PostHog). */
 export const MIN_CONVERSIONS = 5;
+/** CUPED's default and largest lookback before the first exposure, in days (PostHog). */
+export const CUPED_DEFAULT_LOOKBACK_DAYS = 14;
+export const CUPED_MAX_LOOKBACK_DAYS = 30;
 /** Transactions one analysis is split into (the entities by hash): one per core of this machine kind. */
 export const ANALYSIS_PARTITIONS = 2;
 
 interface VariantAggregate {
   key: string; n: number; sum: number; sum_squares: number; denominator_sum: number; denominator_sum_squares: number;
   numerator_denominator_sum_product: number; step_counts?: number[];
+  /** CUPED's covariate sums (mean metrics with `stats_config.cuped.enabled`). */
+  covariate?: { sum: number; sum_squares: number; sum_product: number };
 }
 
 /** Options of one run. */
@@ -71,8 +76,12 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
   const criteria = experiment.exposure_criteria ?? {};
 
   const winsorized = metric.metric_type === 'mean' && (metric.lower_bound_percentile != null || metric.upper_bound_percentile != null);
+  const cupedConfig = isObj(experiment.stats_config?.cuped) ? experiment.stats_config!.cuped as Obj : null;
+  const cupedDays = metric.metric_type === 'mean' && cupedConfig?.enabled === true
+    ? Math.min(CUPED_MAX_LOOKBACK_DAYS, Math.max(1, Math.round(Number(cupedConfig.lookback_days ?? CUPED_DEFAULT_LOOKBACK_DAYS)) || CUPED_DEFAULT_LOOKBACK_DAYS))
+    : null;
   const materialize = winsorized || metric.metric_type === 'funnel';
-  type Row = { variant: string; n: number; s: number; ss: number; ds: number; dss: number; p: number };
+  type Row = { variant: string; n: number; s: number; ss: number; ds: number; dss: number; p: number; cs: number; css: number; cp: number };
   type Step = { variant: string; step: number; n: number };
   // The entities are split by a hash into PARTITIONS transactions run at once (Postgres works each
   // on its own backend, so both cores); sums, counts and step counts add up across partitions.
@@ -87,13 +96,16 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
       partition: { index, count: partitions },
     });
     const span = await exposureSpan(tx);
-    const values = await materializeValues(tx, { projectId, groupIndex, merges, span, start: experiment.start_date!, end, timezone: project?.timezone ?? 'UTC' }, metric, materialize);
+    const values = await materializeValues(tx, {
+      projectId, groupIndex, merges, span, start: experiment.start_date!, end, timezone: project?.timezone ?? 'UTC', cupedLookbackDays: cupedDays,
+    }, metric, materialize);
     if (winsorized) {
       await winsorize(tx, (metric.lower_bound_percentile as number | null) ?? null, (metric.upper_bound_percentile as number | null) ?? null, metric.ignore_zeros === true);
     }
     const rows = await tx<Row[]>`
       SELECT variant, count(*)::int AS n, COALESCE(sum(value), 0)::float8 AS s, COALESCE(sum(value * value), 0)::float8 AS ss,
-        COALESCE(sum(denom), 0)::float8 AS ds, COALESCE(sum(denom * denom), 0)::float8 AS dss, COALESCE(sum(value * denom), 0)::float8 AS p
+        COALESCE(sum(denom), 0)::float8 AS ds, COALESCE(sum(denom * denom), 0)::float8 AS dss, COALESCE(sum(value * denom), 0)::float8 AS p,
+        COALESCE(sum(cov), 0)::float8 AS cs, COALESCE(sum(cov * cov), 0)::float8 AS css, COALESCE(sum(value * cov), 0)::float8 AS cp
       FROM ${values.relation} v GROUP BY variant`;
     const steps = metric.metric_type === 'funnel'
       ? await tx<Step[]>`SELECT variant, step, count(*)::int AS n FROM exp_values GROUP BY variant, step`
@@ -104,7 +116,7 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
   for (const r of parts.flatMap((p) => p.rows)) {
     const m = merged.get(r.variant);
     if (!m) merged.set(r.variant, { ...r });
-    else { m.n += r.n; m.s += r.s; m.ss += r.ss; m.ds += r.ds; m.dss += r.dss; m.p += r.p; }
+    else { m.n += r.n; m.s += r.s; m.ss += r.ss; m.ds += r.ds; m.dss += r.dss; m.p += r.p; m.cs += r.cs; m.css += r.css; m.cp += r.cp; }
   }
   const aggregates = { rows: [...merged.values()], steps: parts.flatMap((p) => p.steps) };
 
@@ -116,6 +128,7 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
       key, n: r?.n ?? 0, sum: r?.s ?? 0, sum_squares: r?.ss ?? 0, denominator_sum: r?.ds ?? 0, denominator_sum_squares: r?.dss ?? 0,
       numerator_denominator_sum_product: r?.p ?? 0,
     };
+    if (cupedDays !== null) a.covariate = { sum: r?.cs ?? 0, sum_squares: r?.css ?? 0, sum_product: r?.cp ?? 0 };
     if (metric.metric_type === 'funnel') {
       a.step_counts = Array.from({ length: stepCount }, (_, i) => aggregates.steps.filter((s) => s.variant === key && s.step >= i + 1).reduce((t, s) => t + s.n, 0));
     }
@@ -128,6 +141,11 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
 function base(metric: Obj, a: VariantAggregate): Obj {
   const out: Obj = { key: a.key, number_of_samples: a.n, sum: a.sum, sum_squares: a.sum_squares };
   if (a.step_counts) out.step_counts = a.step_counts;
+  if (a.covariate) {
+    out.covariate_sum = a.covariate.sum;
+    out.covariate_sum_squares = a.covariate.sum_squares;
+    out.covariate_sum_product = a.covariate.sum_product;
+  }
   if (metric.metric_type === 'ratio' || metric.metric_type === 'retention') {
     out.denominator_sum = a.denominator_sum;
     out.denominator_sum_squares = a.denominator_sum_squares;
@@ -145,7 +163,14 @@ function statisticOf(metric: Obj, a: VariantAggregate): Obj {
         key: a.key, type: 'ratio', n: a.n, numerator: { n: a.n, sum: a.sum, sum_squares: a.sum_squares },
         denominator: { n: a.n, sum: a.denominator_sum, sum_squares: a.denominator_sum_squares }, sum_of_products: a.numerator_denominator_sum_product,
       };
-    default: return { key: a.key, n: a.n, sum: a.sum, sum_squares: a.sum_squares };
+    default:
+      if (a.covariate) {
+        return {
+          key: a.key, type: 'cuped', n: a.n, post: { n: a.n, sum: a.sum, sum_squares: a.sum_squares },
+          pre: { n: a.n, sum: a.covariate.sum, sum_squares: a.covariate.sum_squares }, post_pre_sum_of_products: a.covariate.sum_product,
+        };
+      }
+      return { key: a.key, n: a.n, sum: a.sum, sum_squares: a.sum_squares };
   }
 }
 
