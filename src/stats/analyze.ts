@@ -19,6 +19,7 @@
  * first variant. A comparison that cannot be computed leaves that variant's statistics null with
  * an `error`, as PostHog does.
  */
+import { type JsonObject, isJsonObject } from '../json-shapes.js';
 import { bayesian, type Prior } from './bayesian.js';
 import { cupedPair } from './cuped.js';
 import { effect, StatsError, type DifferenceType } from './effect.js';
@@ -31,8 +32,7 @@ import { moments, type ArmStatistic, type CupedStatistic, type MeanStatistic } f
 /** Bad input: the message says what to fix (the CLI exits 2). */
 export class InputError extends Error {}
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+type Obj = JsonObject;
 
 /** One variant as given. */
 export type VariantInput = ArmStatistic & { key: string; weight?: number };
@@ -46,14 +46,14 @@ function num(v: unknown, what: string): number {
 }
 
 function meanStat(v: unknown, what: string): MeanStatistic {
-  if (!isObj(v)) throw new InputError(`${what} must be an object {n, sum, sum_squares}.`);
+  if (!isJsonObject(v)) throw new InputError(`${what} must be an object {n, sum, sum_squares}.`);
   return { type: 'mean', n: num(v.n ?? v.number_of_samples, `${what}.n`), sum: num(v.sum, `${what}.sum`), sum_squares: num(v.sum_squares, `${what}.sum_squares`) };
 }
 
 /** Reads one variant. @throws InputError. */
 export function parseVariant(raw: unknown, i: number): VariantInput {
   const at = `variants[${i}]`;
-  if (!isObj(raw)) throw new InputError(`${at} must be an object.`);
+  if (!isJsonObject(raw)) throw new InputError(`${at} must be an object.`);
   if (typeof raw.key !== 'string' || raw.key === '') throw new InputError(`${at}.key must be a non-empty string.`);
   const key = raw.key;
   const n = num(raw.n ?? raw.number_of_samples, `${at}.n`);
@@ -93,10 +93,10 @@ function level(config: Obj, key: 'alpha' | 'ci_level', fallback: number): number
 
 /** Runs `input`. @throws InputError for input that cannot be analysed. */
 export function analyze(input: unknown): Obj {
-  if (!isObj(input)) throw new InputError('The input must be a JSON object {method, variants, config}.');
+  if (!isJsonObject(input)) throw new InputError('The input must be a JSON object {method, variants, config}.');
   const method = String(input.method ?? '');
   const config = input.config === undefined ? {} : input.config;
-  if (!isObj(config)) throw new InputError('config must be an object.');
+  if (!isJsonObject(config)) throw new InputError('config must be an object.');
   switch (method) {
     case 'holm':
     case 'benjamini_hochberg': {
@@ -148,7 +148,7 @@ function compare(method: string, variants: VariantInput[], config: Obj): Obj {
   const sequentialOn = method === 'sequential' || config.sequential_testing_enabled === true;
   const alpha = level(config, 'alpha', 0.05);
   const ciLevel = level(config, 'ci_level', 0.95);
-  const prior = isObj(config.prior) ? { mean: num(config.prior.mean, 'config.prior.mean'), stddev: num(config.prior.stddev, 'config.prior.stddev') } as Prior : null;
+  const prior = isJsonObject(config.prior) ? { mean: num(config.prior.mean, 'config.prior.mean'), stddev: num(config.prior.stddev, 'config.prior.stddev') } as Prior : null;
   const lowerIsBetter = config.goal === 'decrease' || config.lower_is_better === true;
   const alternative = (config.alternative ?? 'two-sided') as Alternative;
   if (!['two-sided', 'greater', 'less'].includes(alternative)) throw new InputError('config.alternative must be two-sided, greater or less.');

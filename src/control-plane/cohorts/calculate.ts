@@ -13,13 +13,13 @@
  * Persons are read through a cursor; memory is one page of persons plus one set of person ids
  * per behavioural leaf.
  */
+import { type JsonObject, isJsonObject } from '../../json-shapes.js';
 import { CohortTable, inCohort } from '../../evaluation/cohorts.js';
 import type { CohortDefinition } from '../../evaluation/types.js';
 import { errors } from '../../errors.js';
 import type { Sql } from '../db/connect.js';
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+type Obj = JsonObject;
 
 /** Persons read per cursor round trip. */
 const PERSON_PAGE = 1000;
@@ -66,7 +66,7 @@ function shift(now: Date, n: number, unit: string): Date {
 /** Replaces behavioural leaves of `node` with synthetic person leaves, collecting them. */
 function rewrite(node: unknown, leaves: BehavioralLeaf[]): unknown {
   if (Array.isArray(node)) return node.map((n) => rewrite(n, leaves));
-  if (!isObj(node)) return node;
+  if (!isJsonObject(node)) return node;
   if (node.type === 'behavioral') {
     const index = leaves.length;
     leaves.push({ index, leaf: node });
@@ -86,7 +86,7 @@ async function leafMembers(sql: Sql, projectId: number, leaf: Obj, now: Date): P
   const since = windowStart(leaf, now);
   const conditions = [];
   for (const f of Array.isArray(leaf.event_filters) ? leaf.event_filters : []) {
-    if (!isObj(f) || typeof f.key !== 'string') continue;
+    if (!isJsonObject(f) || typeof f.key !== 'string') continue;
     const values = (Array.isArray(f.value) ? f.value : [f.value]).map(String);
     const op = f.operator ?? 'exact';
     if (op === 'exact') conditions.push(sql`AND e.properties->>${f.key} = ANY(${sql.array(values)}::text[])`);

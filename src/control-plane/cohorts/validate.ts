@@ -8,8 +8,8 @@
  * `{type: "behavioral", value: "performed_event", key: <event>, event_type: "events",
  * time_value, time_interval | explicit_datetime}`.
  */
+import { type JsonObject, isJsonObject, pyType } from '../../json-shapes.js';
 import { errors } from '../../errors.js';
-import { pyType } from '../http/validation.js';
 import { distinctIdsFromCsv } from './csv.js';
 import type { CohortInput } from './types.js';
 
@@ -20,8 +20,7 @@ export const DESCRIPTION_MAX_LENGTH = 1000;
 /** Behavioural leaf values supported when calculating membership from stored events. */
 export const BEHAVIORAL_VALUES: readonly string[] = ['performed_event', 'performed_event_multiple'];
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+type Obj = JsonObject;
 
 /** DRF BooleanField (multipart bodies send booleans as text). */
 function bool(v: unknown, attr: string): boolean {
@@ -41,7 +40,7 @@ function text(v: unknown, attr: string, max: number): string {
 /** Walks a filter group, checking each node's shape. @throws ApiError 400 attr `filters`. */
 function checkGroup(node: unknown, depth: number): void {
   if (depth > 32) throw errors.validation('Cohort filters are nested too deeply.', 'filters');
-  if (!isObj(node)) throw errors.validation('Each filter must be an object.', 'filters');
+  if (!isJsonObject(node)) throw errors.validation('Each filter must be an object.', 'filters');
   if (Array.isArray(node.values)) {
     if (node.type !== 'AND' && node.type !== 'OR') throw errors.validation('A filter group\'s type must be "AND" or "OR".', 'filters');
     for (const v of node.values) checkGroup(v, depth + 1);
@@ -71,7 +70,7 @@ function checkGroup(node: unknown, depth: number): void {
  */
 export function validateCohortBody(body: unknown, mode: 'create' | 'update'): CohortInput {
   if (body === undefined) body = {};
-  if (!isObj(body)) throw errors.validation(`Invalid data. Expected a dictionary, but got ${pyType(body)}.`, null);
+  if (!isJsonObject(body)) throw errors.validation(`Invalid data. Expected a dictionary, but got ${pyType(body)}.`, null);
   const b = body;
   const out: CohortInput = {};
   if ('name' in b) out.name = text(b.name, 'name', NAME_MAX_LENGTH);
@@ -89,7 +88,7 @@ export function validateCohortBody(body: unknown, mode: 'create' | 'update'): Co
     if (typeof f === 'string') { // multipart sends JSON as text
       try { f = JSON.parse(f); } catch { throw errors.validation('Value must be valid JSON.', 'filters', 'invalid'); }
     }
-    if (!isObj(f)) throw errors.validation(`Expected a dictionary of items but got type "${pyType(f)}".`, 'filters', 'not_a_dict');
+    if (!isJsonObject(f)) throw errors.validation(`Expected a dictionary of items but got type "${pyType(f)}".`, 'filters', 'not_a_dict');
     if (f.properties !== undefined) checkGroup(f.properties, 0);
     out.filters = f;
   }
@@ -106,7 +105,7 @@ export function validateCohortBody(body: unknown, mode: 'create' | 'update'): Co
 /** Cohort ids a filter tree references (`type: "cohort"` leaves). */
 export function referencedCohortIds(filters: unknown, out: Set<number> = new Set()): Set<number> {
   if (Array.isArray(filters)) for (const v of filters) referencedCohortIds(v, out);
-  else if (isObj(filters)) {
+  else if (isJsonObject(filters)) {
     if (filters.type === 'cohort') {
       const id = Number(filters.value);
       if (Number.isSafeInteger(id)) out.add(id);
@@ -119,7 +118,7 @@ export function referencedCohortIds(filters: unknown, out: Set<number> = new Set
 /** True when the filter tree holds a behavioural leaf. */
 export function hasBehavioralLeaf(filters: unknown): boolean {
   if (Array.isArray(filters)) return filters.some(hasBehavioralLeaf);
-  if (!isObj(filters)) return false;
+  if (!isJsonObject(filters)) return false;
   if (filters.type === 'behavioral') return true;
   return hasBehavioralLeaf(filters.properties) || hasBehavioralLeaf(filters.values);
 }

@@ -12,6 +12,7 @@
  * - `is_action` false, `action_id` / `created_by` / `last_calculated_at` null, `is_calculating`
  *   false: Switchyard has no actions and no calculation jobs.
  */
+import { pyType } from '../../json-shapes.js';
 import { errors } from '../../errors.js';
 import type { Sql } from '../db/connect.js';
 import { writeActivity } from '../activity/store.js';
@@ -126,14 +127,6 @@ function parseStringList(v: unknown, attr: string): string[] {
   });
 }
 
-function pyType(v: unknown): string {
-  if (v === null) return 'NoneType';
-  if (typeof v === 'string') return 'str';
-  if (typeof v === 'boolean') return 'bool';
-  if (typeof v === 'number') return Number.isInteger(v) ? 'int' : 'float';
-  return 'dict';
-}
-
 /** Validated D3 body: the fields sent (undefined = not sent). */
 interface ParsedUpdate {
   description?: string; tags?: string[]; owner?: number | null; verified?: boolean; hidden?: boolean;
@@ -143,7 +136,7 @@ interface ParsedUpdate {
 function parseUpdate(body: unknown): ParsedUpdate {
   if (body === undefined) return {};
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw errors.validation(`Invalid data. Expected a dictionary, but got ${Array.isArray(body) ? 'list' : pyType(body)}.`, null);
+    throw errors.validation(`Invalid data. Expected a dictionary, but got ${pyType(body)}.`, null);
   }
   const b = body as Record<string, unknown>;
   const out: ParsedUpdate = {};

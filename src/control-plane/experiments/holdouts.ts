@@ -10,20 +10,19 @@
  *   change log included).
  * - Activity is logged under scope `Experiment`, as PostHog does.
  */
+import { type JsonObject, isJsonObject, pyType } from '../../json-shapes.js';
 import type { Sql, Tx } from '../db/connect.js';
 import { errors } from '../../errors.js';
 import { writeActivity } from '../activity/store.js';
 import { diffRecords } from '../activity/diff.js';
 import { userBasic, type UserRow } from '../users/serialize.js';
-import { pyType } from '../http/validation.js';
 import type { FeatureFlagService } from '../feature-flags/service.js';
 
 /** Activity scope of holdouts (PostHog logs them as experiments). */
 export const HOLDOUT_ACTIVITY_SCOPE = 'Experiment';
 const NAME_MAX = 400;
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+type Obj = JsonObject;
 
 /** A holdout row with its creator. */
 export interface HoldoutRow {
@@ -54,7 +53,7 @@ export function holdoutFilters(r: Pick<HoldoutRow, 'id' | 'filters'> | null): { 
 function validateFilters(raw: unknown): Obj[] {
   if (!Array.isArray(raw)) throw errors.validation(`Expected a list of items but got type "${pyType(raw)}".`, 'filters', 'not_a_list');
   return raw.map((f) => {
-    if (!isObj(f)) throw errors.validation('Each holdout filter must be an object.', 'filters');
+    if (!isJsonObject(f)) throw errors.validation('Each holdout filter must be an object.', 'filters');
     const pct = f.rollout_percentage;
     if (pct === undefined || pct === null) throw errors.validation('Rollout percentage must be present.', 'filters');
     if (typeof pct !== 'number' || !Number.isFinite(pct) || pct < 0 || pct > 100) throw errors.validation('Rollout percentage must be between 0 and 100.', 'filters');
@@ -74,7 +73,7 @@ interface HoldoutInput { name?: string; description?: string | null; filters?: O
 
 function validateBody(body: unknown, mode: 'create' | 'update'): HoldoutInput {
   if (body === undefined) body = {};
-  if (!isObj(body)) throw errors.validation(`Invalid data. Expected a dictionary, but got ${pyType(body)}.`, null);
+  if (!isJsonObject(body)) throw errors.validation(`Invalid data. Expected a dictionary, but got ${pyType(body)}.`, null);
   const out: HoldoutInput = {};
   if ('name' in body) {
     out.name = text(body.name, 'name', false)!;

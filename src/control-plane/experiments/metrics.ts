@@ -12,12 +12,11 @@
  * criteria, so a change to any of them makes earlier results stale (PostHog
  * `compute_metric_fingerprint`).
  */
+import { type JsonObject, isJsonObject, pyType } from '../../json-shapes.js';
 import crypto from 'node:crypto';
 import { errors } from '../../errors.js';
-import { pyType } from '../http/validation.js';
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+type Obj = JsonObject;
 
 /** Metric types. */
 export const METRIC_TYPES = ['mean', 'funnel', 'ratio', 'retention'] as const;
@@ -40,7 +39,7 @@ function fail(detail: string, attr: string): never {
 }
 
 function checkSource(v: unknown, attr: string): void {
-  if (!isObj(v)) fail(`Expected a dictionary of items but got type "${pyType(v)}".`, attr);
+  if (!isJsonObject(v)) fail(`Expected a dictionary of items but got type "${pyType(v)}".`, attr);
   for (const k of Object.keys(v)) if (!SOURCE_KEYS.includes(k)) fail(`Extra inputs are not permitted: "${k}".`, `${attr}__${k}`);
   if (v.kind === 'EventsNode') {
     if ('id' in v) fail('EventsNode does not take an id; name the event in "event".', `${attr}__id`);
@@ -62,7 +61,7 @@ function checkSource(v: unknown, attr: string): void {
  * a `uuid` (kept when given, else new). @throws ApiError 400.
  */
 export function validateMetric(raw: unknown, attr: string): Obj {
-  if (!isObj(raw)) fail(`Expected a dictionary of items but got type "${pyType(raw)}".`, attr);
+  if (!isJsonObject(raw)) fail(`Expected a dictionary of items but got type "${pyType(raw)}".`, attr);
   if (raw.kind !== 'ExperimentMetric') fail(`Metrics must be of kind "ExperimentMetric"; got ${JSON.stringify(raw.kind ?? null)}.`, `${attr}__kind`);
   const type = raw.metric_type;
   if (typeof type !== 'string' || !(METRIC_TYPES as readonly string[]).includes(type)) {
@@ -112,7 +111,7 @@ export function validateMetric(raw: unknown, attr: string): Obj {
 /** JSON with object keys sorted, so equal values hash equally. */
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (isObj(v)) return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical(v[k])}`).join(',')}}`;
+  if (isJsonObject(v)) return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical(v[k])}`).join(',')}}`;
   return JSON.stringify(v ?? null);
 }
 

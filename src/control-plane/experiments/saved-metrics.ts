@@ -8,13 +8,13 @@
  * - Names are unique per project, case-insensitively.
  * - Lists are ordered by lower(name).
  */
+import { type JsonObject, isJsonObject, pyType } from '../../json-shapes.js';
 import crypto from 'node:crypto';
 import type { Sql, Tx } from '../db/connect.js';
 import { errors } from '../../errors.js';
 import { writeActivity } from '../activity/store.js';
 import { diffRecords } from '../activity/diff.js';
 import { userBasic, type UserRow } from '../users/serialize.js';
-import { pyType } from '../http/validation.js';
 import { validateMetric } from './metrics.js';
 
 /** Activity scope of saved metrics. */
@@ -23,8 +23,7 @@ const TEXT_MAX = 400;
 /** Name of the unique index on (project, lower(name)) (migration 0008). */
 const NAME_INDEX = 'experiment_saved_metrics_name';
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+type Obj = JsonObject;
 
 /** A saved-metric row with its creator. */
 export interface SavedMetricRow {
@@ -51,7 +50,7 @@ interface Input { name?: string; description?: string | null; query?: Obj; tags?
 
 function validateBody(body: unknown, mode: 'create' | 'update'): Input {
   if (body === undefined) body = {};
-  if (!isObj(body)) throw errors.validation(`Invalid data. Expected a dictionary, but got ${pyType(body)}.`, null);
+  if (!isJsonObject(body)) throw errors.validation(`Invalid data. Expected a dictionary, but got ${pyType(body)}.`, null);
   const out: Input = {};
   if ('name' in body) {
     out.name = text(body.name, 'name', false)!.trim();

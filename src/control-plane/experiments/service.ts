@@ -10,6 +10,7 @@
  * draft, `parameters` and the holdout rewrite the flag's variants, aggregation and holdout
  * groups; after launch neither the variants nor the holdout may change.
  */
+import { type JsonObject, isJsonObject } from '../../json-shapes.js';
 import crypto from 'node:crypto';
 import type { Sql, Tx } from '../db/connect.js';
 import { errors } from '../../errors.js';
@@ -36,8 +37,7 @@ export const DEFAULT_VARIANTS: readonly Readonly<Record<string, unknown>>[] = Ob
   { key: 'test', name: 'Test Variant', rollout_percentage: 50 },
 ]);
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+type Obj = JsonObject;
 
 /** Variants as the flag stores them: percentages filled in evenly when none were given. */
 function flagVariants(params: Obj | null | undefined): Obj[] {
@@ -60,7 +60,7 @@ function variantKeys(filters: Obj): string[] {
 function experimentFlagFilters(base: Obj, params: Obj | null | undefined, holdout: ReturnType<typeof holdoutFilters>): Obj {
   const rollout = typeof params?.rollout_percentage === 'number' ? params.rollout_percentage : 100;
   const groups = Array.isArray(base.groups) && base.groups.length > 0 ? structuredClone(base.groups) as Obj[] : [{ properties: [], rollout_percentage: rollout }];
-  if (typeof params?.rollout_percentage === 'number' && isObj(groups[0])) groups[0].rollout_percentage = params.rollout_percentage;
+  if (typeof params?.rollout_percentage === 'number' && isJsonObject(groups[0])) groups[0].rollout_percentage = params.rollout_percentage;
   return {
     ...base, groups,
     multivariate: { variants: flagVariants(params) },
@@ -265,7 +265,7 @@ export class ExperimentService {
    * @throws ApiError 404, 400.
    */
   async duplicate(projectId: number, userId: number, id: number, body: unknown): Promise<Obj> {
-    const b = isObj(body) ? body : {};
+    const b = isJsonObject(body) ? body : {};
     const row = await this.sql.begin(async (tx) => {
       const source = await store.getExperiment(tx, projectId, id);
       if (!source || source.deleted) throw errors.notFound();
@@ -321,7 +321,7 @@ export class ExperimentService {
       let key = '$feature_flag_called';
       let eventFilters: Obj[] = [{ key: '$feature_flag', value: [flag.key], operator: 'exact', type: 'event' }];
       const custom = exp.parameters?.custom_exposure_filter;
-      if (isObj(custom)) {
+      if (isJsonObject(custom)) {
         const entity = (Array.isArray(custom.events) ? custom.events[0] : undefined) as Obj | undefined;
         if (Array.isArray(custom.actions) && custom.actions.length > 0 && !entity) throw errors.validation('Actions are not supported as exposure events.', null);
         if (entity && typeof entity.id === 'string') {

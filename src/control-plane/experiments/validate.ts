@@ -4,13 +4,12 @@
  * saved metrics, the lifecycle) are the service's (service.ts); everything here is one field at
  * a time, with PostHog's messages where research records them.
  */
+import { type JsonObject, isJsonObject, pyType } from '../../json-shapes.js';
 import { errors } from '../../errors.js';
-import { pyType } from '../http/validation.js';
 import { validateMetricList } from './metrics.js';
 import { CONCLUSIONS, EXPERIMENT_TYPES } from './types.js';
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+type Obj = JsonObject;
 
 /** Most variants an experiment's flag may have (research §3.2 step 1: "less than 21"). */
 export const MAX_VARIANTS = 20;
@@ -73,7 +72,7 @@ function date(v: unknown, attr: string): Date | null {
 
 function object(v: unknown, attr: string, nullable: boolean): Obj | null {
   if (v === null && nullable) return null;
-  if (!isObj(v)) throw errors.validation(`Expected a dictionary of items but got type "${pyType(v)}".`, attr, 'not_a_dict');
+  if (!isJsonObject(v)) throw errors.validation(`Expected a dictionary of items but got type "${pyType(v)}".`, attr, 'not_a_dict');
   return v;
 }
 
@@ -92,7 +91,7 @@ function parameters(v: unknown): Obj | null {
     if (!Array.isArray(variants)) throw errors.validation('feature_flag_variants must be a list.', 'parameters');
     if (variants.length > MAX_VARIANTS) throw errors.validation('Feature flag variants must be less than 21', 'parameters');
     if (variants.length > 0) {
-      if (!variants.every((x) => isObj(x) && typeof x.key === 'string' && x.key !== '')) throw errors.validation('Each variant needs a string "key".', 'parameters');
+      if (!variants.every((x) => isJsonObject(x) && typeof x.key === 'string' && x.key !== '')) throw errors.validation('Each variant needs a string "key".', 'parameters');
       if (!variants.some((x) => (x as Obj).key === 'control')) throw errors.validation('Feature flag variants must contain a control variant', 'parameters');
       const keys = new Set(variants.map((x) => (x as Obj).key));
       if (keys.size !== variants.length) throw errors.validation('Variant keys must be unique.', 'parameters');
@@ -116,7 +115,7 @@ function exposureCriteria(v: unknown): Obj | null {
   if (e.filterTestAccounts !== undefined && typeof e.filterTestAccounts !== 'boolean') throw errors.validation('filterTestAccounts must be a boolean', 'exposure_criteria');
   const c = e.exposure_config;
   if (c !== undefined && c !== null) {
-    const ok = isObj(c) && ((c.kind === 'ExperimentEventExposureConfig' && typeof c.event === 'string' && c.event !== ''
+    const ok = isJsonObject(c) && ((c.kind === 'ExperimentEventExposureConfig' && typeof c.event === 'string' && c.event !== ''
       && (c.properties === undefined || Array.isArray(c.properties))) || (c.kind === 'ActionsNode' && Number.isInteger(c.id)));
     if (!ok) throw errors.validation('Invalid exposure criteria', 'exposure_criteria');
   }
@@ -140,13 +139,13 @@ function savedMetricIds(v: unknown): { id: number; metadata: Obj }[] {
   if (v === null) return [];
   if (!Array.isArray(v)) throw errors.validation('Saved metrics must be a list', 'saved_metrics_ids');
   return v.map((m) => {
-    if (!isObj(m)) throw errors.validation('Saved metric must be an object', 'saved_metrics_ids');
+    if (!isJsonObject(m)) throw errors.validation('Saved metric must be an object', 'saved_metrics_ids');
     if (m.id === undefined || m.id === null) throw errors.validation('Saved metric must have an id', 'saved_metrics_ids');
     const id = Number(m.id);
     if (!Number.isSafeInteger(id)) throw errors.validation('Saved metric does not exist or does not belong to this project', 'saved_metrics_ids');
     let metadata: Obj = {};
     if (m.metadata !== undefined && m.metadata !== null) {
-      if (!isObj(m.metadata)) throw errors.validation('Metadata must be an object', 'saved_metrics_ids');
+      if (!isJsonObject(m.metadata)) throw errors.validation('Metadata must be an object', 'saved_metrics_ids');
       if (!('type' in m.metadata)) throw errors.validation('Metadata must have a type key', 'saved_metrics_ids');
       metadata = m.metadata;
     }
@@ -160,7 +159,7 @@ function savedMetricIds(v: unknown): { id: number; metadata: Obj }[] {
  */
 export function validateExperimentBody(body: unknown): ExperimentInput {
   if (body === undefined) body = {};
-  if (!isObj(body)) throw errors.validation(`Invalid data. Expected a dictionary, but got ${pyType(body)}.`, null);
+  if (!isJsonObject(body)) throw errors.validation(`Invalid data. Expected a dictionary, but got ${pyType(body)}.`, null);
   const b = body;
   const out: ExperimentInput = {};
   const has = (k: string) => Object.prototype.hasOwnProperty.call(b, k) && b[k] !== undefined;
@@ -192,7 +191,7 @@ export function validateExperimentBody(body: unknown): ExperimentInput {
   if (has('filters')) {
     const f = object(b.filters, 'filters', true) ?? {};
     const props = f.properties;
-    if (props !== undefined && props !== null && !(Array.isArray(props) && props.length === 0) && !(isObj(props) && Object.keys(props).length === 0)) {
+    if (props !== undefined && props !== null && !(Array.isArray(props) && props.length === 0) && !(isJsonObject(props) && Object.keys(props).length === 0)) {
       throw errors.validation('Experiments do not support global filter properties', 'filters');
     }
     out.filters = f;

@@ -10,6 +10,7 @@
  * core's `storedPropertyUse`), each as its own small column: the cost is one row scan plus a few
  * small JSON values per person.
  */
+import { type JsonObject, isJsonObject } from '../../json-shapes.js';
 import type { Sql } from '../db/connect.js';
 import { errors } from '../../errors.js';
 import {
@@ -22,8 +23,7 @@ import { compileProjectFlags } from './evaluate-stored.js';
 const PAGE = 20_000;
 const KEY = '$blast_radius';
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+type Obj = JsonObject;
 
 /** A value encoded as `<jsonb_typeof>:<->> text>` back to JSON. */
 export function decodeTyped(v: string): unknown {
@@ -41,9 +41,9 @@ export function decodeTyped(v: string): unknown {
 
 /** Counts what `body.condition` matches. @throws ApiError 400 for a missing or invalid condition. */
 export async function blastRadius(sql: Sql, projectId: number, body: unknown): Promise<{ users_affected: number; total_users: number }> {
-  const b = isObj(body) ? body : {};
+  const b = isJsonObject(body) ? body : {};
   const condition = b.condition;
-  if (!isObj(condition)) throw errors.validation('Missing condition for which to get blast radius', 'condition');
+  if (!isJsonObject(condition)) throw errors.validation('Missing condition for which to get blast radius', 'condition');
   const properties = Array.isArray(condition.properties) ? condition.properties as Obj[] : [];
   const groupIndex = b.group_type_index === undefined || b.group_type_index === null ? null : Number(b.group_type_index);
   if (groupIndex !== null && (!Number.isInteger(groupIndex) || groupIndex < 0 || groupIndex > 4)) throw errors.validation('group_type_index must be an integer from 0 to 4.', 'group_type_index');

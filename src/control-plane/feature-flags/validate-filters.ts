@@ -24,6 +24,7 @@
  *
  * IO happens only through the injected lookups, so the rules are testable without a database.
  */
+import { pyType } from '../../json-shapes.js';
 import { errors } from '../../errors.js';
 import { isValidFilterDate } from './dates.js';
 import { checkFlagDependencies, type LiveFlagLookup } from './dependencies.js';
@@ -75,16 +76,6 @@ function truthy(v: unknown): boolean {
   return true;
 }
 
-function pyType(v: unknown): string {
-  if (Array.isArray(v)) return 'list';
-  if (v === null) return 'NoneType';
-  switch (typeof v) {
-    case 'string': return 'str';
-    case 'number': return Number.isInteger(v) ? 'int' : 'float';
-    case 'boolean': return 'bool';
-    default: return 'dict';
-  }
-}
 
 function isPercentage(v: unknown): v is number {
   return typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= 100;

@@ -8,6 +8,7 @@
  * (evaluation_tags ⊆ tags, attr null as a DRF non-field error). Unknown and read-only fields are
  * ignored. Database facts (key uniqueness, cohorts, other flags) come from injected lookups.
  */
+import { pyType } from '../../json-shapes.js';
 import { errors } from '../../errors.js';
 import { validateFilters, type FilterLookups } from './validate-filters.js';
 import {
@@ -38,15 +39,6 @@ const DATETIME_FORMAT_HINT = 'Datetime has wrong format. Use one of these format
 const ISO_DATETIME = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 
 type Obj = Record<string, unknown>;
-
-function pyTypeName(v: unknown): string {
-  if (Array.isArray(v)) return 'list';
-  if (v === null) return 'NoneType';
-  if (typeof v === 'object') return 'dict';
-  if (typeof v === 'string') return 'str';
-  if (typeof v === 'boolean') return 'bool';
-  return Number.isInteger(v) ? 'int' : 'float';
-}
 
 /** DRF CharField: strings (trimmed) and numbers; null / blank rejected unless allowed. */
 function charField(v: unknown, attr: string, opts: { allowBlank: boolean; maxLength?: number }): string {
@@ -92,7 +84,7 @@ function dateTimeField(v: unknown, attr: string, nullable: boolean): Date | null
 
 function listField(v: unknown, attr: string): unknown[] {
   if (v === null) throw errors.validation('This field may not be null.', attr, 'null');
-  if (!Array.isArray(v)) throw errors.validation(`Expected a list of items but got type "${pyTypeName(v)}".`, attr, 'not_a_list');
+  if (!Array.isArray(v)) throw errors.validation(`Expected a list of items but got type "${pyType(v)}".`, attr, 'not_a_list');
   return v;
 }
 
@@ -113,7 +105,7 @@ export function tagify(values: unknown[], attr: string): string[] {
  */
 export async function validateFlagBody(body: unknown, ctx: ValidateContext): Promise<FlagInput> {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw errors.validation(`Invalid data. Expected a dictionary, but got ${pyTypeName(body)}.`, null);
+    throw errors.validation(`Invalid data. Expected a dictionary, but got ${pyType(body)}.`, null);
   }
   const b = body as Obj;
   const has = (f: string) => Object.prototype.hasOwnProperty.call(b, f) && b[f] !== undefined;
@@ -159,7 +151,7 @@ export async function validateFlagBody(body: unknown, ctx: ValidateContext): Pro
     // No dashboards exist in Switchyard, so any id is unknown (DRF PrimaryKeyRelatedField wording).
     for (const d of listField(b.analytics_dashboards, 'analytics_dashboards')) {
       if (typeof d === 'boolean' || (typeof d !== 'number' && typeof d !== 'string')) {
-        throw errors.validation(`Incorrect type. Expected pk value, received ${pyTypeName(d)}.`, 'analytics_dashboards', 'incorrect_type');
+        throw errors.validation(`Incorrect type. Expected pk value, received ${pyType(d)}.`, 'analytics_dashboards', 'incorrect_type');
       }
       throw errors.validation(`Invalid pk "${String(d)}" - object does not exist.`, 'analytics_dashboards', 'does_not_exist');
     }

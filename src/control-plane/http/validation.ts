@@ -10,6 +10,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { errors, type ApiError } from '../../errors.js';
+import { pyType } from '../../json-shapes.js';
 
 // ajv-formats ships CommonJS with `exports.default`; under NodeNext the default import is the module object.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
@@ -29,16 +30,6 @@ const queryAjv = newAjv(true);
 /** Compiles `schema` for `part`: bodies and params strictly, query strings with coercion. */
 export function compileValidator(schema: Record<string, unknown>, part: RequestPart): ValidateFunction {
   return (part === 'querystring' ? queryAjv : bodyAjv).compile(schema);
-}
-
-/** Python's name for a JSON value's type, as DRF puts it in messages. */
-export function pyType(v: unknown): string {
-  if (Array.isArray(v)) return 'list';
-  if (v === null || v === undefined) return 'NoneType';
-  if (typeof v === 'object') return 'dict';
-  if (typeof v === 'string') return 'str';
-  if (typeof v === 'boolean') return 'bool';
-  return Number.isInteger(v) ? 'int' : 'float';
 }
 
 /** `/filters/groups/0` → `filters__groups__0` (exceptions-hog's attr). */

@@ -5,12 +5,12 @@
  * not_regex, gt, gte, lt, lte (numeric). Other property types (person, cohort, element) are
  * refused: Switchyard's event store keeps event properties only.
  */
+import { type JsonObject, isJsonObject } from '../../../json-shapes.js';
 import type { Sql, Tx } from '../../db/connect.js';
 import { errors } from '../../../errors.js';
 
-type Obj = Record<string, unknown>;
+type Obj = JsonObject;
 type Handle = Sql | Tx;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 const NUMERIC = { gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
 
@@ -19,7 +19,7 @@ export function eventFiltersSql(h: Handle, filters: unknown, attr: string) {
   const list = Array.isArray(filters) ? filters : [];
   let out = h`TRUE`; // no filter reads no property: index-only scans stay possible
   for (const f of list) {
-    if (!isObj(f) || typeof f.key !== 'string') throw errors.validation('Each property filter needs a string "key".', attr);
+    if (!isJsonObject(f) || typeof f.key !== 'string') throw errors.validation('Each property filter needs a string "key".', attr);
     const type = f.type ?? 'event';
     if (type !== 'event' && type !== 'feature') throw errors.validation(`Property filters of type "${String(type)}" are not supported here (event properties only).`, attr);
     const key = f.key;

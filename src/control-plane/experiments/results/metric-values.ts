@@ -18,13 +18,13 @@
  *   start + window_start and start + window_end units (day or hour, truncated in the project's
  *   time zone).
  */
+import { type JsonObject, isJsonObject } from '../../../json-shapes.js';
 import type { Tx } from '../../db/connect.js';
 import { errors } from '../../../errors.js';
 import { eventFiltersSql, numericProperty } from './event-filters.js';
 import { entitySql, personJoinSql } from './exposures.js';
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+type Obj = JsonObject;
 
 /** Seconds per conversion-window unit (`month` is 30 days, as PostHog). */
 export const WINDOW_UNIT_SECONDS: Readonly<Record<string, number>> = { second: 1, minute: 60, hour: 3600, day: 86_400, week: 604_800, month: 2_592_000 };
@@ -58,7 +58,7 @@ export function windowSeconds(metric: Obj): number {
 
 /** SELECT of one source's events (entity, ts, num, session, grp) up to `until` (`inclusive` or not). */
 function sourceEvents(tx: Tx, s: ValueSpec, source: unknown, attr: string, until: Date, inclusive: boolean, from: Date = s.start) {
-  if (!isObj(source) || source.kind !== 'EventsNode') throw errors.validation('Only EventsNode sources can be computed from Switchyard\'s event store.', attr);
+  if (!isJsonObject(source) || source.kind !== 'EventsNode') throw errors.validation('Only EventsNode sources can be computed from Switchyard\'s event store.', attr);
   const event = source.event;
   const mathProperty = typeof source.math_property === 'string' ? source.math_property : null;
   const groupKey = `$group_${Number(source.math_group_type_index ?? 0)}`;
@@ -188,7 +188,7 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj, mater
         const attr = `metric__series__${step - 1}`;
         const prev = ordered && step > 1 ? tx`${tx(`exp_f${step - 1}`)}` : tx`exp_exposed`;
         const from = ordered && step > 1 ? tx`p.t` : tx`p.first_exposure`;
-        if (s.groupIndex === null && !s.merges && isObj(source) && source.kind === 'EventsNode' && typeof source.event === 'string') {
+        if (s.groupIndex === null && !s.merges && isJsonObject(source) && source.kind === 'EventsNode' && typeof source.event === 'string') {
           // Persons without merges: one probe per person of events_project_person_event_time for
           // the earliest step event at/after the previous step, instead of joining every step event.
           await tx`CREATE TEMP TABLE ${tx(`exp_f${step}`)} ON COMMIT DROP AS

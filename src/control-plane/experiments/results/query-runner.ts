@@ -13,6 +13,7 @@
  * Arms: the baseline is `stats_config.baseline_variant_key`, else `control`, else the first
  * variant; variants follow the flag's order, zero-filled when unseen; the holdout is no arm.
  */
+import { type JsonObject, isJsonObject } from '../../../json-shapes.js';
 import type { Sql } from '../../db/connect.js';
 import { errors } from '../../../errors.js';
 import { analyze } from '../../../stats/analyze.js';
@@ -21,8 +22,7 @@ import { validateMetric } from '../metrics.js';
 import { hasMerges, materializeExposures } from './exposures.js';
 import { exposureSpan, materializeValues, winsorize } from './metric-values.js';
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+type Obj = JsonObject;
 
 /** Fewest exposures per arm before statistics are computed (PostHog). */
 export const MIN_EXPOSURES = 50;
@@ -52,7 +52,7 @@ export interface RunOptions {
  * @throws ApiError 400 for a bad query, a draft experiment or a metric that cannot be computed; 404 for an unknown experiment.
  */
 export async function runExperimentQuery(sql: Sql, projectId: number, query: unknown, opts: RunOptions = {}): Promise<Obj> {
-  if (!isObj(query)) throw errors.validation('query must be an object.', 'query');
+  if (!isJsonObject(query)) throw errors.validation('query must be an object.', 'query');
   if (query.kind !== 'ExperimentQuery') throw errors.validation(`Query kind ${JSON.stringify(query.kind ?? null)} is not supported; use "ExperimentQuery".`, 'query');
   if (query.experiment_id === undefined || query.experiment_id === null) throw errors.validation('experiment_id is required', 'experiment_id');
   const id = Number(query.experiment_id);
@@ -76,7 +76,7 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
   const criteria = experiment.exposure_criteria ?? {};
 
   const winsorized = metric.metric_type === 'mean' && (metric.lower_bound_percentile != null || metric.upper_bound_percentile != null);
-  const cupedConfig = isObj(experiment.stats_config?.cuped) ? experiment.stats_config!.cuped as Obj : null;
+  const cupedConfig = isJsonObject(experiment.stats_config?.cuped) ? experiment.stats_config!.cuped as Obj : null;
   const cupedDays = metric.metric_type === 'mean' && cupedConfig?.enabled === true
     ? Math.min(CUPED_MAX_LOOKBACK_DAYS, Math.max(1, Math.round(Number(cupedConfig.lookback_days ?? CUPED_DEFAULT_LOOKBACK_DAYS)) || CUPED_DEFAULT_LOOKBACK_DAYS))
     : null;
@@ -91,7 +91,7 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
     const merges = await hasMerges(tx, projectId);
     await materializeExposures(tx, {
       projectId, flagKey: flag.key, variants, start: experiment.start_date!, end, groupIndex, merges,
-      exposureConfig: isObj(criteria.exposure_config) ? criteria.exposure_config : null,
+      exposureConfig: isJsonObject(criteria.exposure_config) ? criteria.exposure_config : null,
       multipleHandling: criteria.multiple_variant_handling === 'first_seen' ? 'first_seen' : 'exclude',
       partition: { index, count: partitions },
     });
@@ -189,7 +189,7 @@ function differenceType(stats: Obj, section: Obj | undefined): 'relative' | 'abs
 
 function present(metric: Obj, arms: VariantAggregate[], baselineKey: string, stats: Obj): Obj {
   const method = stats.method === 'frequentist' ? 'frequentist' : 'bayesian';
-  const section = (isObj(stats[method]) ? stats[method] : undefined) as Obj | undefined;
+  const section = (isJsonObject(stats[method]) ? stats[method] : undefined) as Obj | undefined;
   const baseline = arms.find((a) => a.key === baselineKey)!;
   const baselineFailures = failures(metric, baseline, true);
   const config: Obj = {

@@ -13,14 +13,14 @@
  * by day; `status` pending (no rows), failed (none completed, some failed), completed (every day
  * completed), else partial.
  */
+import { type JsonObject, isJsonObject } from '../../../json-shapes.js';
 import type { Sql } from '../../db/connect.js';
 import { errors } from '../../../errors.js';
 import * as store from '../store.js';
 import { validateMetric } from '../metrics.js';
 import type { TimeseriesQueue } from './queue.js';
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+type Obj = JsonObject;
 
 interface RequestRow { id: string; experiment_id: number; metric_uuid: string; fingerprint: string; status: string; created_at: Date }
 
@@ -34,10 +34,10 @@ export class TimeseriesService {
 
   /** E8. @throws ApiError 404, 400; 503 when this control plane runs no job queue. */
   async recalculate(projectId: number, experimentId: number, body: unknown): Promise<{ status: number; body: Obj }> {
-    const b = isObj(body) ? body : {};
+    const b = isJsonObject(body) ? body : {};
     if (b.metric === undefined || b.metric === null) throw errors.validation('metric is required', 'metric');
     if (typeof b.fingerprint !== 'string' || b.fingerprint === '') throw errors.validation('fingerprint is required', 'fingerprint');
-    const given = isObj(b.metric) ? b.metric.uuid : undefined;
+    const given = isJsonObject(b.metric) ? b.metric.uuid : undefined;
     const metric = validateMetric(b.metric, 'metric');
     if (typeof given !== 'string') throw errors.validation('The metric needs its uuid.', 'metric__uuid');
     const experiment = await store.getExperiment(this.sql, projectId, experimentId);
