@@ -48,3 +48,12 @@ export function diffRecords(scope: string, before: Record<string, unknown> | nul
   }
   return out;
 }
+
+/**
+ * The activity verb of an update with `changes`: `deleted` / `restored` when the soft-delete flag
+ * changed that way, else `updated` (PostHog's activity log for flags, cohorts and experiments).
+ */
+export function updateVerb(changes: readonly FieldChange[]): 'updated' | 'deleted' | 'restored' {
+  const d = changes.find((c) => c.field === 'deleted');
+  return d ? (d.after ? 'deleted' : 'restored') : 'updated';
+}

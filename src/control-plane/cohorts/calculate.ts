@@ -18,6 +18,7 @@ import { CohortTable, inCohort } from '../../evaluation/cohorts.js';
 import type { CohortDefinition } from '../../evaluation/types.js';
 import { errors } from '../../errors.js';
 import type { Sql } from '../db/connect.js';
+import { eventFiltersSql } from '../events/property-filters.js';
 
 type Obj = JsonObject;
 
@@ -84,16 +85,6 @@ const COUNT_OPERATORS: Readonly<Record<string, string>> = { gte: '>=', lte: '<='
 async function leafMembers(sql: Sql, projectId: number, leaf: Obj, now: Date): Promise<Set<number>> {
   const event = String(leaf.key);
   const since = windowStart(leaf, now);
-  const conditions = [];
-  for (const f of Array.isArray(leaf.event_filters) ? leaf.event_filters : []) {
-    if (!isJsonObject(f) || typeof f.key !== 'string') continue;
-    const values = (Array.isArray(f.value) ? f.value : [f.value]).map(String);
-    const op = f.operator ?? 'exact';
-    if (op === 'exact') conditions.push(sql`AND e.properties->>${f.key} = ANY(${sql.array(values)}::text[])`);
-    else if (op === 'is_not') conditions.push(sql`AND (e.properties->>${f.key} IS NULL OR NOT e.properties->>${f.key} = ANY(${sql.array(values)}::text[]))`);
-    else if (op === 'is_set') conditions.push(sql`AND e.properties ? ${f.key}`);
-    else throw errors.validation(`Event filter operator "${String(op)}" is not supported in behavioral cohorts (exact, is_not, is_set).`, 'filters');
-  }
   const multiple = leaf.value === 'performed_event_multiple';
   const opSql = COUNT_OPERATORS[String(leaf.operator ?? 'gte')];
   if (multiple && opSql === undefined) throw errors.validation(`Operator "${String(leaf.operator)}" is not supported for performed_event_multiple.`, 'filters');
@@ -101,7 +92,7 @@ async function leafMembers(sql: Sql, projectId: number, leaf: Obj, now: Date): P
   const rows = await sql<{ id: number }[]>`SELECT d.person_id::int AS id
     FROM events e JOIN person_distinct_ids d ON d.project_id = e.project_id AND d.distinct_id = e.distinct_id
     WHERE e.project_id = ${projectId} AND e.event = ${event} AND e.timestamp >= ${since} AND e.timestamp <= ${now}
-      ${conditions.reduce((a, c) => sql`${a} ${c}`, sql``)}
+      AND ${eventFiltersSql(sql, leaf.event_filters, 'filters')}
     GROUP BY d.person_id
     ${multiple ? sql`HAVING count(*) ${sql.unsafe(opSql!)} ${times}` : sql``}`;
   return new Set(rows.map((r) => r.id));

@@ -9,6 +9,7 @@
  */
 import { errors } from '../../errors.js';
 import { pageEnvelope, parseLimitOffset } from '../http/pages.js';
+import { numericIdParam } from '../http/params.js';
 import { LIMIT_OFFSET, object, projectParams, str } from '../http/schema-parts.js';
 import type { Deps, JsonSchema, Reply, RequestContext, Route } from '../http/types.js';
 import { CohortService } from './service.js';
@@ -33,17 +34,10 @@ const COHORT_BODY: JsonSchema = object({
   csv: { description: 'Multipart only: a CSV file of distinct ids (a `distinct_id` column, else the first column); adds members to a static cohort.' },
 });
 
-/** A cohort id path segment: a positive integer, else the cohort cannot exist (404). */
-function cohortId(ctx: RequestContext): number {
-  const raw = ctx.params.id ?? '';
-  if (!/^\d{1,15}$/.test(raw)) throw errors.notFound();
-  return Number(raw);
-}
-
 /** Routes of the cohorts resource. */
 export function cohortRoutes(deps: Deps): Route[] {
   const service = new CohortService(deps.sql, deps.log);
-  const update = async (ctx: RequestContext): Promise<Reply> => ({ status: 200, body: await service.update(ctx.project.id, ctx.auth.userId, cohortId(ctx), ctx.body) });
+  const update = async (ctx: RequestContext): Promise<Reply> => ({ status: 200, body: await service.update(ctx.project.id, ctx.auth.userId, numericIdParam(ctx), ctx.body) });
   return [
     {
       method: 'GET', path: BASE, scope: 'cohort:read',
@@ -65,7 +59,7 @@ export function cohortRoutes(deps: Deps): Route[] {
       method: 'GET', path: `${BASE}/:id`, scope: 'cohort:read',
       schema: { summary: 'Retrieve a cohort', tags: TAGS, params: ONE_PARAMS, validatedBy: 'service' },
       async handler(ctx) {
-        return { status: 200, body: await service.get(ctx.project.id, cohortId(ctx)) };
+        return { status: 200, body: await service.get(ctx.project.id, numericIdParam(ctx)) };
       },
     },
     {
@@ -88,7 +82,7 @@ export function cohortRoutes(deps: Deps): Route[] {
       schema: { summary: "A page of a static cohort's members", tags: TAGS, params: ONE_PARAMS, querystring: object(LIMIT_OFFSET), validatedBy: 'service' },
       async handler(ctx) {
         const { limit, offset } = parseLimitOffset(ctx.query);
-        const { count, results } = await service.persons(ctx.project.id, cohortId(ctx), limit, offset);
+        const { count, results } = await service.persons(ctx.project.id, numericIdParam(ctx), limit, offset);
         return { status: 200, body: pageEnvelope(ctx.url, count, limit, offset, results) };
       },
     },

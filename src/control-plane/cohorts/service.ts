@@ -22,7 +22,7 @@ import { cohortEntity } from '../change-log/entities.js';
 import type { ChangeInput } from '../change-log/store.js';
 import { ChangeSet } from '../ingestion/changes.js';
 import { writeActivity } from '../activity/store.js';
-import { diffRecords } from '../activity/diff.js';
+import { diffRecords, updateVerb } from '../activity/diff.js';
 import { userBasic } from '../users/serialize.js';
 import * as store from './store.js';
 import { countCohortMembers } from './calculate.js';
@@ -123,9 +123,8 @@ export class CohortService {
       const updated = (await store.getCohort(tx, projectId, id))!;
       const changes = diffRecords(ACTIVITY_SCOPE, activityRecord(current), activityRecord(updated));
       if (changes.length > 0) {
-        const d = changes.find((c) => c.field === 'deleted');
         await writeActivity(tx, {
-          projectId, userId, activity: d ? (d.after ? 'deleted' : 'restored') : 'updated', scope: ACTIVITY_SCOPE, itemId: String(id), name: updated.name, changes,
+          projectId, userId, activity: updateVerb(changes), scope: ACTIVITY_SCOPE, itemId: String(id), name: updated.name, changes,
         });
       }
       await publish(tx, projectId, updated, members);

@@ -16,6 +16,8 @@
  */
 import { errors } from '../../errors.js';
 import { pageEnvelope, parseLimitOffset } from '../http/pages.js';
+import { numericIdParam } from '../http/params.js';
+import { crudRoutes } from '../http/crud-routes.js';
 import { LIMIT_OFFSET, object, projectParams, str } from '../http/schema-parts.js';
 import type { Deps, JsonSchema, Reply, RequestContext, Route } from '../http/types.js';
 import { FeatureFlagService } from '../feature-flags/service.js';
@@ -70,30 +72,23 @@ const SAVED_METRIC_BODY: JsonSchema = object({
   tags: { type: 'array', items: { type: 'string' } },
 });
 
-function numericId(ctx: RequestContext): number {
-  const raw = ctx.params.id ?? '';
-  if (!/^\d{1,15}$/.test(raw)) throw errors.notFound();
-  return Number(raw);
-}
-
 /** Every route of experiments, holdouts and saved metrics. */
 export function experimentRoutes(deps: Deps): Route[] {
   const flags = new FeatureFlagService(deps.sql);
   const experiments = new ExperimentService(deps.sql, flags, new CohortService(deps.sql, deps.log));
-  const holdouts = new HoldoutService(deps.sql, flags);
-  const saved = new SavedMetricService(deps.sql);
   const timeseries = new TimeseriesService(deps.sql, deps.jobs);
   const E = `${P}/experiments`;
-  const H = `${P}/experiment_holdouts`;
-  const S = `${P}/experiment_saved_metrics`;
   const updateExperiment = async (ctx: RequestContext): Promise<Reply> =>
-    ({ status: 200, body: await experiments.update(ctx.project.id, ctx.auth.userId, numericId(ctx), ctx.body) });
-  const updateHoldout = async (ctx: RequestContext): Promise<Reply> =>
-    ({ status: 200, body: await holdouts.update(ctx.project.id, ctx.auth.userId, numericId(ctx), ctx.body) });
-  const updateSaved = async (ctx: RequestContext): Promise<Reply> =>
-    ({ status: 200, body: await saved.update(ctx.project.id, ctx.auth.userId, numericId(ctx), ctx.body) });
+    ({ status: 200, body: await experiments.update(ctx.project.id, ctx.auth.userId, numericIdParam(ctx), ctx.body) });
   const tags = ['experiments'] as const;
   return [
+    ...crudRoutes({
+      collection: 'experiment_holdouts', scopeObject: 'experiment_holdout', noun: 'holdout', nouns: 'holdouts', body: HOLDOUT_BODY,
+      updateNote: " (its experiments' flags follow)", deleteNote: " (its experiments' flags lose it)",
+    }, new HoldoutService(deps.sql, flags)),
+    ...crudRoutes({
+      collection: 'experiment_saved_metrics', scopeObject: 'experiment_saved_metric', noun: 'saved metric', nouns: 'saved metrics', body: SAVED_METRIC_BODY,
+    }, new SavedMetricService(deps.sql)),
     {
       method: 'GET', path: E, scope: 'experiment:read',
       schema: {
@@ -149,7 +144,7 @@ export function experimentRoutes(deps: Deps): Route[] {
       method: 'GET', path: `${E}/:id`, scope: 'experiment:read',
       schema: { summary: 'Retrieve an experiment (E3)', tags, params: ONE, validatedBy: 'service' },
       async handler(ctx) {
-        return { status: 200, body: await experiments.get(ctx.project.id, numericId(ctx)) };
+        return { status: 200, body: await experiments.get(ctx.project.id, numericIdParam(ctx)) };
       },
     },
     { method: 'PATCH', path: `${E}/:id`, scope: 'experiment:write', handler: updateExperiment, schema: { summary: 'Update, launch, stop, archive, soft-delete or restore an experiment (E4)', tags, params: ONE, body: EXPERIMENT_BODY, validatedBy: 'service' } },
@@ -163,7 +158,7 @@ export function experimentRoutes(deps: Deps): Route[] {
       method: 'POST', path: `${E}/:id/create_exposure_cohort_for_experiment`, scope: 'experiment:write',
       schema: { summary: "Create a cohort of the users exposed to the experiment (E6)", tags, params: ONE, validatedBy: 'service' },
       async handler(ctx) {
-        return { status: 201, body: await experiments.createExposureCohort(ctx.project.id, ctx.auth.userId, numericId(ctx)) };
+        return { status: 201, body: await experiments.createExposureCohort(ctx.project.id, ctx.auth.userId, numericIdParam(ctx)) };
       },
     },
     {
@@ -173,7 +168,7 @@ export function experimentRoutes(deps: Deps): Route[] {
         body: object({ metric: { type: 'object', description: 'The full metric, with its uuid.' }, fingerprint: str('The metric\'s fingerprint.') }, ['metric', 'fingerprint']),
       },
       async handler(ctx) {
-        return timeseries.recalculate(ctx.project.id, numericId(ctx), ctx.body);
+        return timeseries.recalculate(ctx.project.id, numericIdParam(ctx), ctx.body);
       },
     },
     {
@@ -183,69 +178,16 @@ export function experimentRoutes(deps: Deps): Route[] {
         querystring: object({ metric_uuid: str('The metric\'s uuid.'), fingerprint: str('The metric\'s fingerprint.') }, ['metric_uuid', 'fingerprint']),
       },
       async handler(ctx) {
-        return { status: 200, body: await timeseries.results(ctx.project.id, numericId(ctx), ctx.query) };
+        return { status: 200, body: await timeseries.results(ctx.project.id, numericIdParam(ctx), ctx.query) };
       },
     },
     {
       method: 'POST', path: `${E}/:id/duplicate`, scope: 'experiment:write',
       schema: { summary: 'Duplicate an experiment as a draft (E7)', tags, params: ONE, body: object({ feature_flag_key: str('Flag for the copy (default: the same flag).'), name: str('Name of the copy.') }), validatedBy: 'service' },
       async handler(ctx) {
-        return { status: 201, body: await experiments.duplicate(ctx.project.id, ctx.auth.userId, numericId(ctx), ctx.body) };
+        return { status: 201, body: await experiments.duplicate(ctx.project.id, ctx.auth.userId, numericIdParam(ctx), ctx.body) };
       },
     },
 
-    {
-      method: 'GET', path: H, scope: 'experiment_holdout:read',
-      schema: { summary: 'List holdouts', tags: ['experiment_holdouts'], params: LIST, querystring: object(LIMIT_OFFSET), validatedBy: 'service' },
-      async handler(ctx) {
-        const { limit, offset } = parseLimitOffset(ctx.query);
-        const { count, results } = await holdouts.list(ctx.project.id, limit, offset);
-        return { status: 200, body: pageEnvelope(ctx.url, count, limit, offset, results) };
-      },
-    },
-    {
-      method: 'POST', path: H, scope: 'experiment_holdout:write',
-      schema: { summary: 'Create a holdout', tags: ['experiment_holdouts'], params: LIST, body: HOLDOUT_BODY, validatedBy: 'service' },
-      async handler(ctx) { return { status: 201, body: await holdouts.create(ctx.project.id, ctx.auth.userId, ctx.body) }; },
-    },
-    {
-      method: 'GET', path: `${H}/:id`, scope: 'experiment_holdout:read',
-      schema: { summary: 'Retrieve a holdout', tags: ['experiment_holdouts'], params: ONE, validatedBy: 'service' },
-      async handler(ctx) { return { status: 200, body: await holdouts.get(ctx.project.id, numericId(ctx)) }; },
-    },
-    { method: 'PATCH', path: `${H}/:id`, scope: 'experiment_holdout:write', handler: updateHoldout, schema: { summary: "Update a holdout (its experiments' flags follow)", tags: ['experiment_holdouts'], params: ONE, body: HOLDOUT_BODY, validatedBy: 'service' } },
-    { method: 'PUT', path: `${H}/:id`, scope: 'experiment_holdout:write', handler: updateHoldout, schema: { summary: 'Update a holdout (same as PATCH)', tags: ['experiment_holdouts'], params: ONE, body: HOLDOUT_BODY, validatedBy: 'service' } },
-    {
-      method: 'DELETE', path: `${H}/:id`, scope: 'experiment_holdout:write',
-      schema: { summary: "Delete a holdout (its experiments' flags lose it)", tags: ['experiment_holdouts'], params: ONE, validatedBy: 'service' },
-      async handler(ctx) { await holdouts.delete(ctx.project.id, ctx.auth.userId, numericId(ctx)); return { status: 204 }; },
-    },
-
-    {
-      method: 'GET', path: S, scope: 'experiment_saved_metric:read',
-      schema: { summary: 'List saved metrics', tags: ['experiment_saved_metrics'], params: LIST, querystring: object(LIMIT_OFFSET), validatedBy: 'service' },
-      async handler(ctx) {
-        const { limit, offset } = parseLimitOffset(ctx.query);
-        const { count, results } = await saved.list(ctx.project.id, limit, offset);
-        return { status: 200, body: pageEnvelope(ctx.url, count, limit, offset, results) };
-      },
-    },
-    {
-      method: 'POST', path: S, scope: 'experiment_saved_metric:write',
-      schema: { summary: 'Create a saved metric', tags: ['experiment_saved_metrics'], params: LIST, body: SAVED_METRIC_BODY, validatedBy: 'service' },
-      async handler(ctx) { return { status: 201, body: await saved.create(ctx.project.id, ctx.auth.userId, ctx.body) }; },
-    },
-    {
-      method: 'GET', path: `${S}/:id`, scope: 'experiment_saved_metric:read',
-      schema: { summary: 'Retrieve a saved metric', tags: ['experiment_saved_metrics'], params: ONE, validatedBy: 'service' },
-      async handler(ctx) { return { status: 200, body: await saved.get(ctx.project.id, numericId(ctx)) }; },
-    },
-    { method: 'PATCH', path: `${S}/:id`, scope: 'experiment_saved_metric:write', handler: updateSaved, schema: { summary: 'Update a saved metric', tags: ['experiment_saved_metrics'], params: ONE, body: SAVED_METRIC_BODY, validatedBy: 'service' } },
-    { method: 'PUT', path: `${S}/:id`, scope: 'experiment_saved_metric:write', handler: updateSaved, schema: { summary: 'Update a saved metric (same as PATCH)', tags: ['experiment_saved_metrics'], params: ONE, body: SAVED_METRIC_BODY, validatedBy: 'service' } },
-    {
-      method: 'DELETE', path: `${S}/:id`, scope: 'experiment_saved_metric:write',
-      schema: { summary: 'Delete a saved metric', tags: ['experiment_saved_metrics'], params: ONE, validatedBy: 'service' },
-      async handler(ctx) { await saved.delete(ctx.project.id, ctx.auth.userId, numericId(ctx)); return { status: 204 }; },
-    },
   ];
 }

@@ -15,7 +15,7 @@ import crypto from 'node:crypto';
 import type { Sql, Tx } from '../db/connect.js';
 import { errors } from '../../errors.js';
 import { writeActivity } from '../activity/store.js';
-import { diffRecords } from '../activity/diff.js';
+import { diffRecords, updateVerb } from '../activity/diff.js';
 import type { FeatureFlagService } from '../feature-flags/service.js';
 import * as flagStore from '../feature-flags/store.js';
 import type { FlagRow } from '../feature-flags/types.js';
@@ -249,9 +249,8 @@ export class ExperimentService {
       const updated = (await store.getExperiment(tx, projectId, id))!;
       const changes = diffRecords(ACTIVITY_SCOPE, activityRecord(current), activityRecord(updated));
       if (changes.length > 0) {
-        const d = changes.find((c) => c.field === 'deleted');
         await writeActivity(tx, {
-          projectId, userId, activity: d ? (d.after ? 'deleted' : 'restored') : 'updated', scope: ACTIVITY_SCOPE, itemId: String(id), name: updated.name, changes,
+          projectId, userId, activity: updateVerb(changes), scope: ACTIVITY_SCOPE, itemId: String(id), name: updated.name, changes,
         });
       }
       return updated;

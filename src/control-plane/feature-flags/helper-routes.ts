@@ -20,6 +20,7 @@
 import { errors } from '../../errors.js';
 import { featureFlagEntity, type FeatureFlagRow } from '../change-log/entities.js';
 import { object, str } from '../http/schema-parts.js';
+import { numericIdParam } from '../http/params.js';
 import type { Deps, RequestContext, Route } from '../http/types.js';
 import { compileProjectFlags, evaluateStored } from './evaluate-stored.js';
 import { FLAG_PARAMS, FLAGS_PARAMS } from './schemas.js';
@@ -93,9 +94,7 @@ export function featureFlagHelperRoutes(deps: Deps): Route[] {
       method: 'POST', path: `${BASE}/:id/create_static_cohort_for_flag`, scope: 'cohort:write',
       schema: { summary: 'A static cohort of the persons the flag is enabled for (F7)', tags: TAGS, params: FLAG_PARAMS, body: object({ variant: str('Only persons served this variant.') }), validatedBy: 'service' },
       async handler(ctx) {
-        const raw = ctx.params.id ?? '';
-        if (!/^\d{1,15}$/.test(raw)) throw errors.notFound();
-        return { status: 201, body: await createStaticCohortForFlag(deps.sql, deps.log, ctx.project.id, ctx.auth.userId, Number(raw), ctx.body) };
+        return { status: 201, body: await createStaticCohortForFlag(deps.sql, deps.log, ctx.project.id, ctx.auth.userId, numericIdParam(ctx), ctx.body) };
       },
     },
     {

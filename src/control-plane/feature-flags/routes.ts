@@ -14,6 +14,7 @@
  */
 import { errors } from '../../errors.js';
 import { pageEnvelope, parseLimitOffset } from '../http/pages.js';
+import { numericIdParam } from '../http/params.js';
 import type { Deps, Reply, RequestContext, Route } from '../http/types.js';
 import { parseFlagListQuery } from './list-query.js';
 import { FeatureFlagService, type ActivityPage } from './service.js';
@@ -23,14 +24,6 @@ const BASE = '/api/projects/:project_id/feature_flags';
 const TAGS = ['feature_flags'] as const;
 /** Activity pages (research §2.1): `limit` default 10, `page` default 1, both ≥ 1. */
 const ACTIVITY_DEFAULT_LIMIT = 10;
-
-/** A flag id path segment: a positive integer, else the flag cannot exist (404). */
-function flagId(ctx: RequestContext): number {
-  const raw = ctx.params.id ?? '';
-  const n = /^\d{1,15}$/.test(raw) ? Number(raw) : NaN;
-  if (!Number.isSafeInteger(n)) throw errors.notFound();
-  return n;
-}
 
 /** DRF IntegerField(min_value=1) on a query parameter; absent → `fallback`. @throws ApiError 400 attr `name`. */
 function queryInt(q: URLSearchParams, name: string, fallback: number): number {
@@ -66,7 +59,7 @@ export function featureFlagRoutes(deps: Deps): Route[] {
   const service = new FeatureFlagService(deps.sql);
 
   const update = async (ctx: RequestContext): Promise<Reply> =>
-    ({ status: 200, body: await service.update(ctx.project.id, ctx.auth.userId, flagId(ctx), ctx.body === undefined ? {} : ctx.body) });
+    ({ status: 200, body: await service.update(ctx.project.id, ctx.auth.userId, numericIdParam(ctx), ctx.body === undefined ? {} : ctx.body) });
 
   const activity = async (ctx: RequestContext, id: number | null): Promise<Reply> => {
     const limit = queryInt(ctx.query, 'limit', ACTIVITY_DEFAULT_LIMIT);
@@ -103,7 +96,7 @@ export function featureFlagRoutes(deps: Deps): Route[] {
       method: 'GET', path: `${BASE}/:id`, scope: 'feature_flag:read',
       schema: { summary: 'Retrieve a feature flag (F3)', tags: TAGS, params: FLAG_PARAMS, validatedBy: 'service' },
       async handler(ctx) {
-        return { status: 200, body: await service.get(ctx.project.id, flagId(ctx)) };
+        return { status: 200, body: await service.get(ctx.project.id, numericIdParam(ctx)) };
       },
     },
     {

@@ -23,7 +23,7 @@ import { errors } from '../../errors.js';
 import { appendChanges } from '../change-log/store.js';
 import { featureFlagEntity } from '../change-log/entities.js';
 import { writeActivity, readActivity, type ActivityEntry } from '../activity/store.js';
-import { diffRecords, jsonEqual } from '../activity/diff.js';
+import { diffRecords, jsonEqual, updateVerb } from '../activity/diff.js';
 import { validateFlagBody, type FlagLookups } from './validate.js';
 import { flagDependencyIds, flagDependencyRefs } from './dependencies.js';
 import { activityRecord, cohortIdsOf, normaliseFilters, serializeFlag, type FlagResponse } from './serialize.js';
@@ -285,8 +285,7 @@ export class FeatureFlagService {
     const updated = (await store.getFlag(tx, projectId, id))!;
     const changes = diffRecords(ACTIVITY_SCOPE, activityRecord(current), activityRecord(updated));
     if (changes.length > 0) {
-      const deletedChange = changes.find((c) => c.field === 'deleted');
-      const activity = deletedChange ? (deletedChange.after ? 'deleted' : 'restored') : 'updated';
+      const activity = updateVerb(changes);
       await writeActivity(tx, { projectId, userId, activity, scope: ACTIVITY_SCOPE, itemId: String(id), name: updated.key, changes });
     }
     await appendChanges(tx, [...renamed, updated].map((r) => ({

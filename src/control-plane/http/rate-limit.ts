@@ -12,6 +12,13 @@ import rateLimit from '@fastify/rate-limit';
 import { errors } from '../../errors.js';
 import type { AuthContext } from './types.js';
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The counter the limiter being checked draws from (`key:<id>` or `project:<id>`). */
+    throttleKey: string;
+  }
+}
+
 /** Limits in requests; 0 turns that limit off. */
 export interface RateLimits {
   /** Per personal API key per minute (PostHog 480). */
@@ -36,7 +43,8 @@ const KEYS_REMEMBERED = 100_000;
 /** Registers the plugin on `app` and returns the throttle the request pipeline calls. */
 export async function registerRateLimits(app: FastifyInstance, limits: RateLimits): Promise<Throttle> {
   await app.register(rateLimit, { global: false, cache: KEYS_REMEMBERED });
-  const byKey = (req: FastifyRequest) => (req as FastifyRequest & { throttleKey: string }).throttleKey;
+  app.decorateRequest('throttleKey', '');
+  const byKey = (req: FastifyRequest) => req.throttleKey;
   const limiter = (max: number, timeWindow: number) => max > 0 ? app.createRateLimit({ max, timeWindow, keyGenerator: byKey }) : null;
   const burst = limiter(limits.burstPerMinute, MINUTE_MS);
   const sustained = limiter(limits.sustainedPerHour, HOUR_MS);
@@ -48,7 +56,7 @@ export async function registerRateLimits(app: FastifyInstance, limits: RateLimit
     let retryAfterMs = 0;
     for (const [check, key] of checks) {
       if (!check) continue;
-      (req as FastifyRequest & { throttleKey: string }).throttleKey = key;
+      req.throttleKey = key;
       const r = await check(req);
       if (!r.isAllowed && r.isExceeded) retryAfterMs = Math.max(retryAfterMs, r.ttl);
     }

@@ -19,7 +19,7 @@
  * Switchyard projects have no test-account filters, so `filterTestAccounts` changes nothing.
  */
 import type { Tx } from '../../db/connect.js';
-import { eventFiltersSql } from './event-filters.js';
+import { eventFiltersSql } from '../../events/property-filters.js';
 
 type Obj = Record<string, unknown>;
 

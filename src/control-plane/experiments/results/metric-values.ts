@@ -21,7 +21,7 @@
 import { type JsonObject, isJsonObject } from '../../../json-shapes.js';
 import type { Tx } from '../../db/connect.js';
 import { errors } from '../../../errors.js';
-import { eventFiltersSql, numericProperty } from './event-filters.js';
+import { eventFiltersSql, numericProperty } from '../../events/property-filters.js';
 import { entitySql, personJoinSql } from './exposures.js';
 
 type Obj = JsonObject;

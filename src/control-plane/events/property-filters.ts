@@ -1,13 +1,13 @@
 /**
- * Event property filters as SQL over `events.properties` (alias `e`), for exposure criteria,
- * metric sources and behavioural cohorts: `[{key, value, operator, type: "event"}]` ANDed.
+ * Event property filters as SQL over `events.properties` (alias `e`), for experiment exposure
+ * criteria and metric sources, and for behavioural cohorts' `event_filters`: `[{key, value, operator, type: "event"}]` ANDed.
  * Operators: exact, is_not (value or list), is_set, is_not_set, icontains, not_icontains, regex,
  * not_regex, gt, gte, lt, lte (numeric). Other property types (person, cohort, element) are
  * refused: Switchyard's event store keeps event properties only.
  */
-import { type JsonObject, isJsonObject } from '../../../json-shapes.js';
-import type { Sql, Tx } from '../../db/connect.js';
-import { errors } from '../../../errors.js';
+import { type JsonObject, isJsonObject } from '../../json-shapes.js';
+import type { Sql, Tx } from '../db/connect.js';
+import { errors } from '../../errors.js';
 
 type Obj = JsonObject;
 type Handle = Sql | Tx;
