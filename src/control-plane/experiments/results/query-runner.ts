@@ -28,8 +28,9 @@ type Obj = JsonObject;
 export const MIN_EXPOSURES = 50;
 /** Fewest conversions per arm of a funnel or retention metric (PostHog). */
 export const MIN_CONVERSIONS = 5;
-/** CUPED's default and largest lookback before the first exposure, in days (PostHog). */
+/** CUPED's default lookback before the first exposure, in days (PostHog). */
 export const CUPED_DEFAULT_LOOKBACK_DAYS = 14;
+/** CUPED's longest lookback, in days (PostHog clamps to 1…30). */
 export const CUPED_MAX_LOOKBACK_DAYS = 30;
 /** Transactions one analysis is split into (the entities by hash): one per core of this machine kind. */
 export const ANALYSIS_PARTITIONS = 2;
