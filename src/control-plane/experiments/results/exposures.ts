@@ -20,6 +20,7 @@
  */
 import type { Tx } from '../../db/connect.js';
 import { eventFiltersSql } from '../../events/property-filters.js';
+import { entitySql, personJoinSql } from '../../events/person-merges.js';
 
 type Obj = Record<string, unknown>;
 
@@ -36,29 +37,30 @@ export interface ExposureSpec {
   multipleHandling: 'exclude' | 'first_seen';
   /** Whether the project has person merges to apply (person_overrides rows); without, no join. */
   merges: boolean;
-  /** This transaction's share of the entities: those whose hash is `index` modulo `count`. */
+  /** This transaction's share of the entities ({@link partitionSql}). */
   partition?: { index: number; count: number };
 }
 
-/** True when the project has person overrides (merges since ingestion) to apply. */
-export async function hasMerges(tx: Tx, projectId: number): Promise<boolean> {
-  const [r] = await tx<{ any: boolean }[]>`SELECT EXISTS (SELECT 1 FROM person_overrides WHERE project_id = ${projectId}) AS any`;
-  return r!.any;
+/**
+ * The first uuid of share `i` of `count` equal ranges of the uuid space (`i` = count: none).
+ * Person uuids are random (v4), so the ranges hold equal shares of the persons.
+ */
+export function uuidRangeStart(i: number, count: number): string | null {
+  if (i <= 0) return '00000000-0000-0000-0000-000000000000';
+  if (i >= count) return null;
+  return `${Math.floor((i * 2 ** 32) / count).toString(16).padStart(8, '0')}-0000-0000-0000-000000000000`;
 }
 
 /**
- * SQL of the entity an event belongs to (alias `e`, person_overrides alias `o`): the person the
- * event was ingested with, or the person it was merged into since (person_overrides), a uuid
- * (null for a personless event). For groups, the event's `$group_<i>` (text).
+ * The WHERE clause of one partition's entities (alias `r`): persons by uuid range, so each
+ * transaction reads only its part of the pre-aggregate's (flag, person) index and probes the
+ * events index in ascending order; groups (text keys) by hash.
  */
-export function entitySql(tx: Tx, groupIndex: number | null, merges = true) {
-  if (groupIndex !== null) return tx`(e.properties->>${`$group_${groupIndex}`})`;
-  return merges ? tx`COALESCE(o.override_person_uuid, e.person_id)` : tx`e.person_id`;
-}
-
-/** The join that applies person merges (a no-op for groups, or when the project has none). */
-export function personJoinSql(tx: Tx, groupIndex: number | null, merges = true) {
-  return groupIndex === null && merges ? tx`LEFT JOIN person_overrides o ON o.project_id = e.project_id AND o.old_person_uuid = e.person_id` : tx``;
+function partitionSql(tx: Tx, groupIndex: number | null, p: { index: number; count: number }) {
+  if (groupIndex !== null) return tx`WHERE abs(hashtext(r.entity)) % ${p.count} = ${p.index}`;
+  const lo = uuidRangeStart(p.index, p.count)!;
+  const hi = uuidRangeStart(p.index + 1, p.count);
+  return hi === null ? tx`WHERE r.entity >= ${lo}::uuid` : tx`WHERE r.entity >= ${lo}::uuid AND r.entity < ${hi}::uuid`;
 }
 
 /**
@@ -102,8 +104,7 @@ export async function materializeExposures(tx: Tx, s: ExposureSpec): Promise<voi
             WHERE e.project_id = ${s.projectId} AND ${eventFilter} AND e.timestamp >= ${s.start} AND e.timestamp <= ${s.end}) r
       WHERE entity IS NOT NULL AND variant = ANY(${tx.array(s.variants)}::text[])`;
   }
-  const part = s.partition && s.partition.count > 1
-    ? tx`WHERE abs(hashtext(r.entity::text)) % ${s.partition.count} = ${s.partition.index}` : tx``;
+  const part = s.partition && s.partition.count > 1 ? partitionSql(tx, s.groupIndex, s.partition) : tx``;
   await tx`CREATE TEMP TABLE exp_exposed ON COMMIT DROP AS
     SELECT entity, ${variantPick} AS variant, min(ts) AS first_exposure, max(last_ts) AS last_exposure
     FROM (${rows}) r ${part} GROUP BY entity ${having}`;

@@ -22,7 +22,7 @@ import { type JsonObject, isJsonObject } from '../../../json-shapes.js';
 import type { Tx } from '../../db/connect.js';
 import { errors } from '../../../errors.js';
 import { eventFiltersSql, numericProperty } from '../../events/property-filters.js';
-import { entitySql, personJoinSql } from './exposures.js';
+import { entitySql, personJoinSql } from '../../events/person-merges.js';
 
 type Obj = JsonObject;
 
@@ -148,9 +148,8 @@ export interface ValuesRelation { relation: ReturnType<Tx> }
 
 /**
  * The per-entity values of `metric` (entity, variant, value, denom, step): materialised as the
- * temporary table `exp_values` when `materialize` (winsorization updates it; funnels read it
- * twice), else returned as a subquery the aggregate reads once, which saves writing a row per
- * exposed entity. @throws ApiError 400 for a metric that cannot be computed.
+ * temporary table `exp_values` when `materialize` (winsorization updates it), else returned as a
+ * subquery the aggregate reads once, which saves writing a row per exposed entity. @throws ApiError 400 for a metric that cannot be computed.
  */
 export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj, materialize: boolean): Promise<ValuesRelation> {
   const w = windowSeconds(metric);
@@ -179,28 +178,41 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj, mater
       const stepsFrom = later(s.start, s.span.minFirst);
       const k = steps.length;
       const ordered = metric.funnel_order_type !== 'unordered';
-      // One pass per step over that step's events (an index-only scan for plain steps), joined to
-      // the entities still in the funnel: ordered, the earliest step-i event at/after step i − 1
-      // (earliest is optimal for reaching every later step); unordered, any step event after the
-      // exposure. All within W of the first exposure.
+      const probe = (source: unknown) => isJsonObject(source) && source.kind === 'EventsNode' && typeof source.event === 'string';
+      if (s.groupIndex === null && !s.merges && steps.every(probe)) {
+        // Persons without merges: per exposed person, one probe of events_project_person_event_time
+        // per step for the earliest step event at/after the previous step (ordered) or the exposure
+        // (unordered), chained in one statement so each person's steps are looked up back to back
+        // (their index entries share leaf pages) and nothing is written between steps.
+        let joins = tx``;
+        let reached = tx`0`;
+        for (let step = 1; step <= k; step++) {
+          const source = steps[step - 1] as Obj;
+          const alias = tx(`s${step}`);
+          const chained = ordered && step > 1;
+          const after = chained ? tx`${tx(`s${step - 1}`)}.t` : tx`x.first_exposure`;
+          joins = tx`${joins} LEFT JOIN LATERAL (SELECT e.timestamp AS t FROM events e
+              WHERE ${chained ? tx`${after} IS NOT NULL AND` : tx``} e.project_id = ${s.projectId} AND e.person_id = x.entity AND e.event = ${source.event as string}
+                AND e.timestamp >= ${after} AND e.timestamp >= ${stepsFrom} AND e.timestamp <= ${until}
+                AND e.timestamp <= x.first_exposure + make_interval(secs => ${fw})
+                AND ${eventFiltersSql(tx, source.properties, `metric__series__${step - 1}__properties`)}
+              ORDER BY e.timestamp LIMIT 1) ${alias} ON true`;
+          reached = ordered
+            ? tx`CASE WHEN ${alias}.t IS NOT NULL THEN ${step} ELSE ${reached} END`
+            : tx`${reached} + (CASE WHEN ${alias}.t IS NOT NULL THEN 1 ELSE 0 END)`;
+        }
+        return create(tx`SELECT entity, variant, (CASE WHEN reached = ${k} THEN 1 ELSE 0 END)::float8 AS value,
+          1::float8 AS denom, reached AS step, 0::float8 AS cov FROM (SELECT x.entity, x.variant, ${reached} AS reached FROM exp_exposed x ${joins}) f`);
+      }
+      // Otherwise one pass per step over that step's events joined to the entities still in the
+      // funnel: ordered, the earliest step-i event at/after step i − 1 (earliest is optimal for
+      // reaching every later step); unordered, any step event after the exposure. All within W of
+      // the first exposure.
       for (let step = 1; step <= k; step++) {
         const source = steps[step - 1];
         const attr = `metric__series__${step - 1}`;
         const prev = ordered && step > 1 ? tx`${tx(`exp_f${step - 1}`)}` : tx`exp_exposed`;
         const from = ordered && step > 1 ? tx`p.t` : tx`p.first_exposure`;
-        if (s.groupIndex === null && !s.merges && isJsonObject(source) && source.kind === 'EventsNode' && typeof source.event === 'string') {
-          // Persons without merges: one probe per person of events_project_person_event_time for
-          // the earliest step event at/after the previous step, instead of joining every step event.
-          await tx`CREATE TEMP TABLE ${tx(`exp_f${step}`)} ON COMMIT DROP AS
-            SELECT p.entity, p.first_exposure, f.t FROM ${prev} p CROSS JOIN LATERAL (
-              SELECT min(e.timestamp) AS t FROM events e
-              WHERE e.project_id = ${s.projectId} AND e.person_id = p.entity AND e.event = ${source.event}
-                AND e.timestamp >= ${from} AND e.timestamp >= ${stepsFrom} AND e.timestamp <= ${until}
-                AND e.timestamp <= p.first_exposure + make_interval(secs => ${fw})
-                AND ${eventFiltersSql(tx, source.properties, `${attr}__properties`)}) f
-            WHERE f.t IS NOT NULL`;
-          continue;
-        }
         const events = sourceEvents(tx, s, source, attr, until, true, stepsFrom);
         await tx`CREATE TEMP TABLE ${tx(`exp_f${step}`)} ON COMMIT DROP AS
           SELECT p.entity, p.first_exposure, min(e.ts) AS t

@@ -19,7 +19,8 @@ import { errors } from '../../../errors.js';
 import { analyze } from '../../../stats/analyze.js';
 import * as store from '../store.js';
 import { validateMetric } from '../metrics.js';
-import { hasMerges, materializeExposures } from './exposures.js';
+import { materializeExposures } from './exposures.js';
+import { hasMerges } from '../../events/person-merges.js';
 import { exposureSpan, materializeValues, winsorize } from './metric-values.js';
 
 type Obj = JsonObject;
@@ -81,7 +82,6 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
   const cupedDays = metric.metric_type === 'mean' && cupedConfig?.enabled === true
     ? Math.min(CUPED_MAX_LOOKBACK_DAYS, Math.max(1, Math.round(Number(cupedConfig.lookback_days ?? CUPED_DEFAULT_LOOKBACK_DAYS)) || CUPED_DEFAULT_LOOKBACK_DAYS))
     : null;
-  const materialize = winsorized || metric.metric_type === 'funnel';
   type Row = { variant: string; n: number; s: number; ss: number; ds: number; dss: number; p: number; cs: number; css: number; cp: number };
   type Step = { variant: string; step: number; n: number };
   // The entities are split by a hash into PARTITIONS transactions run at once (Postgres works each
@@ -99,19 +99,19 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
     const span = await exposureSpan(tx);
     const values = await materializeValues(tx, {
       projectId, groupIndex, merges, span, start: experiment.start_date!, end, timezone: project?.timezone ?? 'UTC', cupedLookbackDays: cupedDays,
-    }, metric, materialize);
+    }, metric, winsorized);
     if (winsorized) {
       await winsorize(tx, (metric.lower_bound_percentile as number | null) ?? null, (metric.upper_bound_percentile as number | null) ?? null, metric.ignore_zeros === true);
     }
-    const rows = await tx<Row[]>`
-      SELECT variant, count(*)::int AS n, COALESCE(sum(value), 0)::float8 AS s, COALESCE(sum(value * value), 0)::float8 AS ss,
+    // One pass over the values: sums per (variant, step reached); step is 0 outside funnels.
+    const grouped = await tx<(Row & { step: number })[]>`
+      SELECT variant, step, count(*)::int AS n, COALESCE(sum(value), 0)::float8 AS s, COALESCE(sum(value * value), 0)::float8 AS ss,
         COALESCE(sum(denom), 0)::float8 AS ds, COALESCE(sum(denom * denom), 0)::float8 AS dss, COALESCE(sum(value * denom), 0)::float8 AS p,
         COALESCE(sum(cov), 0)::float8 AS cs, COALESCE(sum(cov * cov), 0)::float8 AS css, COALESCE(sum(value * cov), 0)::float8 AS cp
-      FROM ${values.relation} v GROUP BY variant`;
-    const steps = metric.metric_type === 'funnel'
-      ? await tx<Step[]>`SELECT variant, step, count(*)::int AS n FROM exp_values GROUP BY variant, step`
-      : [];
-    return { rows: [...rows], steps: [...steps] };
+      FROM ${values.relation} v GROUP BY variant, step`;
+    const rows: Row[] = grouped.map(({ step: _step, ...r }) => r);
+    const steps: Step[] = metric.metric_type === 'funnel' ? grouped.map((r) => ({ variant: r.variant, step: r.step, n: r.n })) : [];
+    return { rows, steps };
   }) as Promise<{ rows: Row[]; steps: Step[] }>));
   const merged = new Map<string, Row>();
   for (const r of parts.flatMap((p) => p.rows)) {
