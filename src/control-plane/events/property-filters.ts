@@ -1,21 +1,35 @@
 /**
  * Event property filters as SQL over `events.properties` (alias `e`), for experiment exposure
- * criteria and metric sources, and for behavioural cohorts' `event_filters`: `[{key, value, operator, type: "event"}]` ANDed.
+ * criteria and metric sources, behavioural cohorts' `event_filters` and insights' `properties`:
+ * `[{key, value, operator, type: "event"}]` ANDed, or a property group of AND/OR.
  * Operators: exact, is_not (value or list), is_set, is_not_set, icontains, not_icontains, regex,
  * not_regex, gt, gte, lt, lte (numeric). Other property types (person, cohort, element) are
  * refused: Switchyard's event store keeps event properties only.
  */
 import { type JsonObject, isJsonObject } from '../../json-shapes.js';
+import type { PendingQuery } from 'postgres';
 import type { Sql, Tx } from '../db/connect.js';
 import { errors } from '../../errors.js';
 
 type Obj = JsonObject;
 type Handle = Sql | Tx;
+/** A SQL fragment to interpolate (its row type is irrelevant). */
+type Fragment = PendingQuery<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const NUMERIC = { gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
 
-/** `filters` ANDed as one SQL fragment (`TRUE` when empty). @throws ApiError 400 attr `attr`. */
-export function eventFiltersSql(h: Handle, filters: unknown, attr: string) {
+/**
+ * `filters` as one SQL fragment (`TRUE` when empty): a list of filters ANDed, or a PostHog
+ * property group `{type: "AND"|"OR", values: [filter | group, ...]}` (nested as deep as given).
+ * @throws ApiError 400 attr `attr`.
+ */
+export function eventFiltersSql(h: Handle, filters: unknown, attr: string): Fragment {
+  if (isJsonObject(filters) && Array.isArray(filters.values) && (filters.type === 'AND' || filters.type === 'OR')) {
+    const parts = filters.values.map((v) => eventFiltersSql(h, isJsonObject(v) && 'values' in v ? v : [v], attr));
+    if (parts.length === 0) return h`TRUE`;
+    const joiner = filters.type === 'OR' ? h` OR ` : h` AND `;
+    return h`(${parts.reduce((a, b) => h`${a}${joiner}${b}`)})`;
+  }
   const list = Array.isArray(filters) ? filters : [];
   let out = h`TRUE`; // no filter reads no property: index-only scans stay possible
   for (const f of list) {

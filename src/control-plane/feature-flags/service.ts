@@ -22,6 +22,7 @@ import type { Sql, Tx } from '../db/connect.js';
 import { errors } from '../../errors.js';
 import { appendChanges } from '../change-log/store.js';
 import { featureFlagEntity } from '../change-log/entities.js';
+import { createUsageDashboard, renameUsageDashboard } from '../dashboards/usage-dashboard.js';
 import { writeActivity, readActivity, type ActivityEntry } from '../activity/store.js';
 import { diffRecords, jsonEqual, updateVerb } from '../activity/diff.js';
 import { validateFlagBody, type FlagLookups } from './validate.js';
@@ -46,6 +47,7 @@ export interface ActivityPage { total: number; results: ActivityEntry[] }
 function lookupsFor(tx: Tx, projectId: number): FlagLookups {
   return {
     keyTaken: (key, excludeId) => store.keyTaken(tx, projectId, key, excludeId),
+    dashboardExists: async (id) => (await tx`SELECT 1 FROM dashboards WHERE project_id = ${projectId} AND id = ${id} AND NOT deleted`).length > 0,
     cohort: (id) => store.getCohort(tx, projectId, id),
     liveFlag: (id) => store.liveFlagForDependency(tx, projectId, id),
     groupTypeIndexes: () => store.groupTypeIndexes(tx, projectId),
@@ -210,6 +212,11 @@ export class FeatureFlagService {
     if (input.active === true) write.performed_rollback = false;
     const renamed = await this.freeKey(tx, projectId, userId, write.key, null);
     const id = await store.insertFlag(tx, projectId, userId, write);
+    if (input.should_create_usage_dashboard !== false) {
+      // PostHog creates the usage dashboard with the flag (research §1.1: usage_dashboard non-null).
+      const dashboard = await createUsageDashboard(tx, projectId, userId, write.key);
+      await tx`UPDATE feature_flags SET usage_dashboard = ${dashboard} WHERE id = ${id}`;
+    }
     const created = (await store.getFlag(tx, projectId, id))!;
     await writeActivity(tx, {
       projectId, userId, activity: 'created', scope: ACTIVITY_SCOPE, itemId: String(id), name: created.key,
@@ -283,6 +290,9 @@ export class FeatureFlagService {
 
     await store.updateFlag(tx, id, userId, current.version + 1, next);
     const updated = (await store.getFlag(tx, projectId, id))!;
+    if (updated.key !== current.key && current.usage_dashboard !== null) {
+      await renameUsageDashboard(tx, projectId, current.usage_dashboard, current.key, updated.key);
+    }
     const changes = diffRecords(ACTIVITY_SCOPE, activityRecord(current), activityRecord(updated));
     if (changes.length > 0) {
       const activity = updateVerb(changes);

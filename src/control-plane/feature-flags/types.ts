@@ -81,6 +81,8 @@ export interface FlagInput {
   bucketing_identifier?: string | null;
   last_called_at?: Date | null;
   create_in_folder?: string;
+  /** `_should_create_usage_dashboard` (create only; default true): create the flag's usage dashboard. */
+  should_create_usage_dashboard?: boolean;
   /** Conflict detection (research §1.4): the version the client edited, if sent. */
   version?: number;
   /** Conflict detection: the flag as the client last saw it (`{}` when absent). */

@@ -10,6 +10,8 @@
  */
 import { pyType } from '../../json-shapes.js';
 import { errors } from '../../errors.js';
+import { boolField, charField, listField, tagify } from '../http/drf-fields.js';
+export { tagify } from '../http/drf-fields.js';
 import { validateFilters, type FilterLookups } from './validate-filters.js';
 import {
   BUCKETING_IDENTIFIERS, CREATION_CONTEXTS, EVALUATION_RUNTIMES, KEY_MAX_LENGTH,
@@ -20,6 +22,8 @@ import {
 export interface FlagLookups extends FilterLookups {
   /** True when another live flag of the project (not `excludeId`) has `key`. */
   keyTaken(key: string, excludeId: number | null): Promise<boolean>;
+  /** True when `id` is a live dashboard of the project. */
+  dashboardExists(id: number): Promise<boolean>;
 }
 
 /** What validation needs to know about the write. */
@@ -32,36 +36,11 @@ export interface ValidateContext {
 
 /** PostHog's key format (research §1.2). */
 const KEY_PATTERN = /^[a-zA-Z0-9_-]+$/;
-const TRUE_VALUES = new Set<unknown>(['t', 'T', 'y', 'Y', 'yes', 'Yes', 'YES', 'true', 'True', 'TRUE', 'on', 'On', 'ON', '1', 1, true]);
-const FALSE_VALUES = new Set<unknown>(['f', 'F', 'n', 'N', 'no', 'No', 'NO', 'false', 'False', 'FALSE', 'off', 'Off', 'OFF', '0', 0, false]);
 const DATETIME_FORMAT_HINT = 'Datetime has wrong format. Use one of these formats instead: YYYY-MM-DDThh:mm[:ss[.uuuuuu]][+HH:MM|-HH:MM|Z].';
 /** ISO 8601 date-time as DRF's DateTimeField parses it (a bare date is accepted as midnight UTC). */
 const ISO_DATETIME = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 
 type Obj = Record<string, unknown>;
-
-/** DRF CharField: strings (trimmed) and numbers; null / blank rejected unless allowed. */
-function charField(v: unknown, attr: string, opts: { allowBlank: boolean; maxLength?: number }): string {
-  if (v === null) throw errors.validation('This field may not be null.', attr, 'null');
-  if (typeof v !== 'string' && typeof v !== 'number') throw errors.validation('Not a valid string.', attr);
-  const s = String(v).trim();
-  if (s === '' && !opts.allowBlank) throw errors.validation('This field may not be blank.', attr, 'blank');
-  if (opts.maxLength !== undefined && s.length > opts.maxLength) {
-    throw errors.validation(`Ensure this field has no more than ${opts.maxLength} characters.`, attr, 'max_length');
-  }
-  return s;
-}
-
-/** DRF BooleanField (`nullable` for PostHog's ClassicBehaviorBooleanFieldSerializer fields). */
-function boolField(v: unknown, attr: string, nullable = false): boolean | null {
-  if (v === null) {
-    if (nullable) return null;
-    throw errors.validation('This field may not be null.', attr, 'null');
-  }
-  if (TRUE_VALUES.has(v)) return true;
-  if (FALSE_VALUES.has(v)) return false;
-  throw errors.validation('Must be a valid boolean.', attr);
-}
 
 function choiceField<T extends string>(v: unknown, attr: string, choices: readonly T[], nullable = false): T | null {
   if (v === null && nullable) return null;
@@ -80,23 +59,6 @@ function dateTimeField(v: unknown, attr: string, nullable: boolean): Date | null
     if (!Number.isNaN(d.getTime())) return d;
   }
   throw errors.validation(DATETIME_FORMAT_HINT, attr);
-}
-
-function listField(v: unknown, attr: string): unknown[] {
-  if (v === null) throw errors.validation('This field may not be null.', attr, 'null');
-  if (!Array.isArray(v)) throw errors.validation(`Expected a list of items but got type "${pyType(v)}".`, attr, 'not_a_list');
-  return v;
-}
-
-/** PostHog's tag normalisation (`tagify`): trimmed, lower-cased; blanks dropped; duplicates removed, first kept. */
-export function tagify(values: unknown[], attr: string): string[] {
-  const out: string[] = [];
-  for (const [i, t] of values.entries()) {
-    if (typeof t !== 'string' && typeof t !== 'number') throw errors.validation('Not a valid string.', `${attr}__${i}`);
-    const s = String(t).trim().toLowerCase();
-    if (s !== '' && !out.includes(s)) out.push(s);
-  }
-  return out;
 }
 
 /**
@@ -148,14 +110,19 @@ export async function validateFlagBody(body: unknown, ctx: ValidateContext): Pro
   if (has('tags')) out.tags = tagify(listField(b.tags, 'tags'), 'tags');
   if (has('evaluation_tags')) out.evaluation_tags = tagify(listField(b.evaluation_tags, 'evaluation_tags'), 'evaluation_tags');
   if (has('analytics_dashboards')) {
-    // No dashboards exist in Switchyard, so any id is unknown (DRF PrimaryKeyRelatedField wording).
+    // DRF PrimaryKeyRelatedField: live dashboards of the project, by id.
+    const ids: number[] = [];
     for (const d of listField(b.analytics_dashboards, 'analytics_dashboards')) {
       if (typeof d === 'boolean' || (typeof d !== 'number' && typeof d !== 'string')) {
         throw errors.validation(`Incorrect type. Expected pk value, received ${pyType(d)}.`, 'analytics_dashboards', 'incorrect_type');
       }
-      throw errors.validation(`Invalid pk "${String(d)}" - object does not exist.`, 'analytics_dashboards', 'does_not_exist');
+      const n = Number(d);
+      if (!Number.isSafeInteger(n) || !(await ctx.lookups.dashboardExists(n))) {
+        throw errors.validation(`Invalid pk "${String(d)}" - object does not exist.`, 'analytics_dashboards', 'does_not_exist');
+      }
+      if (!ids.includes(n)) ids.push(n);
     }
-    out.analytics_dashboards = [];
+    out.analytics_dashboards = ids;
   }
   if (has('has_enriched_analytics')) out.has_enriched_analytics = boolField(b.has_enriched_analytics, 'has_enriched_analytics', true);
   if (has('creation_context')) out.creation_context = choiceField(b.creation_context, 'creation_context', CREATION_CONTEXTS)!;
@@ -165,7 +132,7 @@ export async function validateFlagBody(body: unknown, ctx: ValidateContext): Pro
   if (has('bucketing_identifier')) out.bucketing_identifier = choiceField(b.bucketing_identifier, 'bucketing_identifier', BUCKETING_IDENTIFIERS, true);
   if (has('last_called_at')) out.last_called_at = dateTimeField(b.last_called_at, 'last_called_at', true);
   if (has('_create_in_folder')) out.create_in_folder = charField(b._create_in_folder, '_create_in_folder', { allowBlank: true });
-  if (has('_should_create_usage_dashboard')) boolField(b._should_create_usage_dashboard, '_should_create_usage_dashboard');
+  if (has('_should_create_usage_dashboard')) out.should_create_usage_dashboard = boolField(b._should_create_usage_dashboard, '_should_create_usage_dashboard')!;
 
   // Cross-field rule (a DRF non-field error, so attr null). Checked against the tags the flag
   // will have after the write: PostHog compares with the request's `tags` only, which rejects a

@@ -13,7 +13,9 @@ import { eventDefinitionRoutes } from '../event-definitions/routes.js';
 import { personalApiKeyRoutes } from '../keys/routes.js';
 import { cohortRoutes } from '../cohorts/routes.js';
 import { experimentRoutes } from '../experiments/routes.js';
-import { queryRoutes } from '../experiments/results/routes.js';
+import { queryRoutes } from '../query/routes.js';
+import { dashboardRoutes } from '../dashboards/routes.js';
+import { usageDashboardRoutes } from '../feature-flags/usage-dashboard-routes.js';
 
 /** All management routes. */
 export function allRoutes(deps: Deps): Route[] {
@@ -25,9 +27,11 @@ export function allRoutes(deps: Deps): Route[] {
     ...featureFlagStatusRoutes(deps),
     ...featureFlagRemoteConfigRoutes(deps),
     ...featureFlagHelperRoutes(deps),
+    ...usageDashboardRoutes(deps),
     ...eventDefinitionRoutes(deps),
     ...cohortRoutes(deps),
     ...experimentRoutes(deps),
     ...queryRoutes(deps),
+    ...dashboardRoutes(deps),
   ];
 }

@@ -39,7 +39,10 @@ test('create with only a key: 201 and every default', async () => {
   assert.equal(f.performed_rollback, null);
   assert.equal(f.can_edit, true);
   assert.equal(f.user_access_level, 'editor');
-  assert.equal(f.usage_dashboard, null);
+  // PostHog creates the usage dashboard with the flag (research §1.1).
+  const usage = await t.request('GET', `/api/projects/${t.projectId}/dashboards/${f.usage_dashboard}/`);
+  assert.equal(usage.status, 200, usage.text);
+  assert.equal(usage.body.name, `Generated Dashboard: ${f.key} Usage`);
   assert.equal(f.has_enriched_analytics, false);
   assert.equal(f.creation_context, 'feature_flags');
   assert.equal(f.is_remote_configuration, false);

@@ -99,7 +99,7 @@ const CASES: Case[] = [
   { name: 'active must be boolean', body: () => ({ key: 'f34', active: 'maybe' }), attr: 'active', code: 'invalid_input', detail: 'Must be a valid boolean.' },
   { name: 'name may not be null', body: () => ({ key: 'f35', name: null }), attr: 'name', code: 'null', detail: 'This field may not be null.' },
   { name: 'tags must be a list', body: () => ({ key: 'f36', tags: 'a' }), attr: 'tags', code: 'not_a_list', detail: 'Expected a list of items but got type "str".' },
-  { name: 'analytics dashboards must exist', body: () => ({ key: 'f37', analytics_dashboards: [3] }), attr: 'analytics_dashboards', code: 'does_not_exist', detail: 'Invalid pk "3" - object does not exist.' },
+  { name: 'analytics dashboards must exist', body: () => ({ key: 'f37', analytics_dashboards: [987654] }), attr: 'analytics_dashboards', code: 'does_not_exist', detail: 'Invalid pk "987654" - object does not exist.' },
   { name: 'last_called_at must be a datetime', body: () => ({ key: 'f38', last_called_at: 'yesterday' }), attr: 'last_called_at', code: 'invalid_input', detail: /^Datetime has wrong format/ },
   { name: 'version must be an integer', body: () => ({ key: 'f39', version: 'x' }), attr: 'version', code: 'invalid_input', detail: 'A valid integer is required.' },
 ];

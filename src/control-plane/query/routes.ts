@@ -1,0 +1,35 @@
+/**
+ * `POST /api/projects/:project_id/query/` (scope `query:read`; issues 12 and 13): PostHog's query
+ * endpoint. `{"query": {"kind": "ExperimentQuery", "experiment_id", "metric"}}` answers an
+ * ExperimentQueryResponse; `{"query": {"kind": "TrendsQuery", ...}}` (or an InsightVizNode around
+ * one) a TrendsQueryResponse (./run.ts).
+ */
+import { errors } from '../../errors.js';
+import { isJsonObject } from '../../json-shapes.js';
+import { object, projectParams } from '../http/schema-parts.js';
+import type { Deps, Route } from '../http/types.js';
+import { QUERY_KINDS, runQuery } from './run.js';
+
+/** The query route. */
+export function queryRoutes(deps: Deps): Route[] {
+  return [{
+    method: 'POST', path: '/api/projects/:project_id/query', scope: 'query:read',
+    schema: {
+      summary: 'Run a query: an experiment metric (ExperimentQuery) or a trend of events (TrendsQuery)', tags: ['query'],
+      params: projectParams(), validatedBy: 'service',
+      body: object({
+        query: {
+          type: 'object',
+          description: '`{kind: "ExperimentQuery", experiment_id, metric: <ExperimentMetric>}`, or `{kind: "TrendsQuery", series, dateRange, interval, properties, breakdownFilter, trendsFilter}`, or an InsightVizNode `{kind, source}` around one.',
+          properties: { kind: { type: 'string', enum: [...QUERY_KINDS] } },
+        },
+      }, ['query']),
+    },
+    async handler(ctx) {
+      const body = ctx.body;
+      if (!isJsonObject(body)) throw errors.validation('Invalid data. Expected a dictionary.', null);
+      if (body.query === undefined) throw errors.required('query');
+      return { status: 200, body: await runQuery(deps.sql, ctx.project, body.query) };
+    },
+  }];
+}
