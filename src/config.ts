@@ -4,6 +4,7 @@
  *
  * A bad value throws {@link ConfigError} naming the variable, and start-up stops.
  */
+import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 
@@ -47,6 +48,12 @@ export interface Config {
   readonly apiUrl: string | null;
   /** Piscina pool size; 0 evaluates on the IO thread. */
   readonly evalThreads: number;
+  /**
+   * Threads serving the node's HTTP port (SWITCHYARD_IO_THREADS, default: the available cores):
+   * 1 serves on the main thread; N > 1 runs N uWebSockets.js apps in worker threads on the same
+   * port (http/io-threads.ts) while the main thread syncs, ships capture and reports usage.
+   */
+  readonly ioThreads: number;
   /**
    * Largest /flags and /decide body once decoded (gunzip, base64), in bytes (413 above; issue 8
    * item 4). SDK bodies carry a distinct id and some properties: kilobytes.
@@ -163,6 +170,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     clusterToken: str(env, 'SWITCHYARD_CLUSTER_TOKEN'),
     apiUrl: publicUrl(env, 'SWITCHYARD_API_URL'),
     evalThreads: int(env, 'SWITCHYARD_EVAL_THREADS', 0, 0, 256),
+    ioThreads: int(env, 'SWITCHYARD_IO_THREADS', os.availableParallelism(), 1, 256),
     evalTaskTimeoutMs: int(env, 'SWITCHYARD_EVAL_TASK_TIMEOUT_MS', 2_000, 1, 600_000),
     maxFlagsBodyBytes: int(env, 'SWITCHYARD_MAX_FLAGS_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxCaptureBodyBytes: int(env, 'SWITCHYARD_MAX_CAPTURE_BODY_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
@@ -187,5 +195,5 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
  */
 export function testConfig(overrides: Partial<Config> = {}): Config {
   const base = loadConfig({ SWITCHYARD_LOG_LEVEL: 'silent' });
-  return Object.freeze({ ...base, apiPort: 0, grpcPort: 0, flagsPort: 0, clusterToken: 'test-cluster-token', ...overrides });
+  return Object.freeze({ ...base, apiPort: 0, grpcPort: 0, flagsPort: 0, ioThreads: 1, clusterToken: 'test-cluster-token', ...overrides });
 }

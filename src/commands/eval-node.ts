@@ -6,14 +6,15 @@
 import { loadConfig } from '../config.js';
 import { createLogger } from '../log.js';
 import { startNodeService } from '../eval-node/service.js';
-import { onShutdown } from './shutdown.js';
+import { onShutdown, shutdownSignal } from './shutdown.js';
 
 /** Runs until stopped; returns the exit code. */
 export async function run(_argv: string[]): Promise<number> {
   const config = loadConfig();
   const log = createLogger(config.logLevel);
+  const signal = shutdownSignal();
   const service = await startNodeService(config, log);
   process.stdout.write(`Switchyard evaluation node on ${service.http.url} (control plane ${config.controlPlane})\n`);
-  await onShutdown(() => service.close(), log);
+  await onShutdown(() => service.close(), log, signal);
   return 0;
 }

@@ -11,13 +11,14 @@ import { startControlPlane, type ControlPlane } from '../control-plane/index.js'
 import { startNodeService, type NodeService } from '../eval-node/service.js';
 import { resolveClusterToken } from './cluster-token.js';
 import { printBootstrap } from './print-bootstrap.js';
-import { onShutdown } from './shutdown.js';
+import { onShutdown, shutdownSignal } from './shutdown.js';
 
 /** Runs until stopped; returns the exit code. */
 export async function run(_argv: string[]): Promise<number> {
   const base = loadConfig();
   const config = Object.freeze({ ...base, clusterToken: resolveClusterToken(base) });
   const log = createLogger(config.logLevel);
+  const signal = shutdownSignal(); // before anything starts: a signal during startup stops us after it
   const db = await openDatabase(config);
   if (db.adopted) log.warn('adopted the embedded Postgres left running by a stopped switchyard; it stops with this process');
   let cp: ControlPlane | null = null;
@@ -41,6 +42,6 @@ export async function run(_argv: string[]): Promise<number> {
   printBootstrap(cp.bootstrap, cp.http.url);
   process.stdout.write(`Evaluation node (/flags, /flags/definitions, capture) on ${node.http.url}\n`
     + `gRPC on ${config.host}:${cp.grpc!.port}; add a node with SWITCHYARD_CLUSTER_TOKEN from ${path.join(config.dataDir, 'cluster-token')}\n`);
-  await onShutdown(stop, log);
+  await onShutdown(stop, log, signal);
   return 0;
 }

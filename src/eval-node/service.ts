@@ -1,6 +1,6 @@
 /**
  * A whole evaluation node as one unit: the LMDB store and Watch sync (node.ts), the HTTP layer
- * (http/server.ts), capture (its durable outbox and the shipper streaming it to the control
+ * (http/server.ts on this thread, or http/io-threads.ts with `config.ioThreads` > 1), capture (its durable outbox and the shipper streaming it to the control
  * plane over gRPC Ingest, capture/index.ts) and the usage reporter that ships /flags counts
  * for quotas. Used by `switchyard eval-node` and `switchyard start`.
  *
@@ -12,7 +12,8 @@ import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { switchyardService } from '../grpc/loader.js';
 import { clusterTokenMetadata } from '../grpc/metadata.js';
-import { startEvalNode, type EvalNode } from './node.js';
+import { nodeStorePath, startEvalNode, type EvalNode } from './node.js';
+import { startIoThreads } from './http/io-threads.js';
 import { startNodeHttp, type NodeHttp } from './http/server.js';
 import { startUsageReporter } from './sync/usage-reporter.js';
 import { startCapture, type CaptureService } from './capture/index.js';
@@ -52,7 +53,9 @@ export async function startNodeService(config: Config, log: Logger): Promise<Nod
     throw e;
   }
   try {
-    http = await startNodeHttp({ config, log, store: node.store, sync: node.sync, capture: capture.handler, captureAppend: capture.append });
+    http = config.ioThreads > 1
+      ? await startIoThreads({ config, log, store: node.store, storePath: nodeStorePath(config), sync: node.sync, capture, threads: config.ioThreads })
+      : await startNodeHttp({ config, log, store: node.store, sync: node.sync, capture: capture.handler, captureAppend: capture.append });
   } catch (e) {
     await capture.close();
     ingestClient.close();

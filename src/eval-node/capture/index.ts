@@ -52,6 +52,8 @@ export interface CaptureService {
    * http/continuity.ts) to the outbox, durably, and wakes the shipper. @throws OutboxFullError.
    */
   append(events: CapturedEvent[]): Promise<void>;
+  /** {@link append} of events packed by {@link Outbox.pack} (on an IO thread). @throws OutboxFullError. */
+  appendPacked(packed: Uint8Array): Promise<void>;
   outbox: Outbox;
   shipper: Shipper;
   /** Stops shipping and closes the outbox (stored events stay for the next start). */
@@ -75,6 +77,10 @@ export function startCapture(opts: CaptureOptions): CaptureService {
   return {
     handler: (p, q, h, b) => handleCapture(p, q, h, b, store, Date.now(), opts.config.maxCaptureBodyBytes),
     append: (events) => store.append(events),
+    async appendPacked(packed) {
+      await outbox.appendPacked(packed);
+      shipper.notify();
+    },
     outbox,
     shipper,
     close() {

@@ -74,7 +74,17 @@ export class Outbox {
    * @throws OutboxFullError when the outbox would exceed `maxBytes`.
    */
   async append(events: CapturedEvent[]): Promise<void> {
-    const value = packr.pack(events);
+    return this.appendPacked(Outbox.pack(events));
+  }
+
+  /** The stored form of one request's events (msgpack), e.g. built on an IO thread and transferred. */
+  static pack(events: CapturedEvent[]): Uint8Array {
+    return packr.pack(events);
+  }
+
+  /** {@link append} of events already in their stored form ({@link Outbox.pack}). @throws OutboxFullError. */
+  async appendPacked(packed: Uint8Array): Promise<void> {
+    const value = Buffer.isBuffer(packed) ? packed : Buffer.from(packed.buffer, packed.byteOffset, packed.byteLength);
     if (this.storedBytes + value.length > this.maxBytes) throw new OutboxFullError(this.maxBytes);
     const key = this.nextKey++;
     this.storedBytes += value.length; // reserved now so concurrent appends respect the bound

@@ -7,9 +7,10 @@ import type { NodeStore } from '../store/lmdb.js';
 import type { Evaluator } from '../pool/index.js';
 import type { Metrics } from './metrics.js';
 import type { FlagUsage } from './usage.js';
-import type { TokenBuckets } from './rate-limit.js';
+import type { RateLimiter } from './rate-limit.js';
 import type { DefinitionsFeedCache } from '../../feed/definitions-feed.js';
 import type { ContinuityRecorder } from './continuity.js';
+import type { ProbeAnswer } from './probes.js';
 
 /** Sync state as the node's sync client reports it (all fields optional). */
 export interface SyncState {
@@ -29,7 +30,7 @@ export interface NodeHttpContext {
   evaluator: Evaluator;
   feed: DefinitionsFeedCache;
   /** Per-project rate limit of the server-side feeds (rate-limit.ts; config.definitionsRatePerMinute). */
-  feedLimiter: TokenBuckets;
+  feedLimiter: RateLimiter;
   /** False when no GeoIP database could be opened: every job gets `ip: null`. */
   geoipEnabled: boolean;
   /** Whether a project's flags read `$geoip_*` properties at all (FlagsEngine.needsGeoip of the IO thread's engine). */
@@ -37,4 +38,6 @@ export interface NodeHttpContext {
   syncState?: () => SyncState | undefined;
   /** Experience-continuity override records of /flags (continuity.ts); absent without a capture service. */
   continuity?: ContinuityRecorder;
+  /** On an IO thread: `/metrics` as the main thread renders it for every thread (http/io-threads.ts). */
+  renderMetrics?: () => Promise<ProbeAnswer>;
 }

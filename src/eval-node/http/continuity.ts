@@ -155,7 +155,12 @@ export class ContinuityRecorder {
 
   /** Prometheus lines of the counters. */
   renderMetrics(): string {
-    const c = this.counters;
+    return renderContinuityMetrics(this.counters);
+  }
+}
+
+/** Prometheus text of continuity counters (of one recorder, or summed over IO threads). */
+export function renderContinuityMetrics(c: ContinuityCounters): string {
     return [
       '# HELP switchyard_node_hash_key_override_records_total Experience-continuity override records of /flags, by outcome.',
       '# TYPE switchyard_node_hash_key_override_records_total counter',
@@ -164,5 +169,4 @@ export class ContinuityRecorder {
       `switchyard_node_hash_key_override_records_total{outcome="deduplicated"} ${c.deduplicated}`,
       `switchyard_node_hash_key_override_records_total{outcome="failed"} ${c.failed}`,
     ].join('\n') + '\n';
-  }
 }

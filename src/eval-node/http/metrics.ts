@@ -12,7 +12,13 @@
  * `make bench` measures the cost against the same run's uWebSockets.js ceiling.
  * Each node has its own registry (several nodes share a process in tests).
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+
+/** One registry's metrics as prom-client's JSON (what IO threads send the main thread). */
+export type MetricsJson = MetricObjectWithValues<MetricValue<string>>[];
+
+/** Names of the per-request metrics an IO thread counts (summed over threads by the main thread). */
+const REQUEST_METRICS: ReadonlySet<string> = new Set(['switchyard_node_http_requests_total', 'switchyard_node_http_request_duration_seconds', 'switchyard_node_request_failures_total', 'switchyard_node_io_thread_requests_total']);
 
 /** Route labels (stable: dashboards use them). */
 export type RouteLabel = 'flags' | 'decide' | 'definitions' | 'capture' | 'remote_config' | 'ofrep' | 'health' | 'ready' | 'metrics' | 'other';
@@ -69,12 +75,30 @@ export class Metrics {
   private readonly latencyByRoute = new Map<RouteLabel, HistogramChild>();
   private readonly requestsByRoute = new Map<RouteLabel, Map<number, CounterChild>>();
 
-  constructor() {
+  /** Requests this IO thread answered (`thread` label), when it is one of several (http/io-threads.ts). */
+  private readonly threadRequests: { inc(): void } | null;
+
+  /**
+   * @param defaultMetrics collect prom-client's process metrics (CPU, memory, event loop, GC):
+   *   once per process, so IO threads (http/io-threads.ts) pass false and the main thread keeps them
+   * @param thread the IO thread's index: adds `switchyard_node_io_thread_requests_total{thread}`
+   *   (how the kernel spread the connections)
+   */
+  constructor(defaultMetrics = true, thread: number | null = null) {
+    this.threadRequests = thread === null ? null : new Counter({
+      name: 'switchyard_node_io_thread_requests_total', help: 'HTTP requests answered, by IO thread.',
+      labelNames: ['thread'] as const, registers: [this.registry],
+    }).labels(String(thread));
     for (const route of ROUTES) {
       this.latencyByRoute.set(route, this.latency.labels(route));
       this.requestsByRoute.set(route, new Map());
     }
-    collectDefaultMetrics({ register: this.registry, prefix: 'switchyard_node_' });
+    if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'switchyard_node_' });
+  }
+
+  /** The per-request counters and histograms as JSON (an IO thread's share, for the main thread). */
+  async requestMetricsJson(): Promise<MetricsJson> {
+    return (await this.registry.getMetricsAsJSON() as MetricsJson).filter((m) => REQUEST_METRICS.has(m.name));
   }
 
   /** Records a request that failed (4xx or 5xx) in `stage`. */
@@ -91,11 +115,15 @@ export class Metrics {
       byStatus.set(status, child);
     }
     child.inc();
+    this.threadRequests?.inc();
     this.latencyByRoute.get(route)!.observe(seconds);
   }
 
-  /** The Prometheus text exposition (version 0.0.4), with `g` read now. */
-  async render(g: Gauges): Promise<string> {
+  /**
+   * The Prometheus text exposition (version 0.0.4), with `g` read now; `threads` are the IO
+   * threads' {@link requestMetricsJson}, summed into this registry's own.
+   */
+  async render(g: Gauges, threads: readonly MetricsJson[] = []): Promise<string> {
     this.revision.set(g.revision());
     this.queue.reset();
     this.queue.set({ mode: g.poolMode }, g.poolQueueSize());
@@ -108,6 +136,8 @@ export class Metrics {
       this.connected ??= new Gauge({ name: 'switchyard_node_sync_connected', help: '1 while the Watch stream is connected.', registers: [this.registry] });
       this.connected.set(sync.connected ? 1 : 0);
     }
-    return this.registry.metrics();
+    if (threads.length === 0) return this.registry.metrics();
+    const own = await this.registry.getMetricsAsJSON() as MetricsJson;
+    return AggregatorRegistry.aggregate([own, ...threads]).metrics();
   }
 }

@@ -35,6 +35,7 @@ export function readyProbe(ctx: NodeHttpContext): ProbeAnswer {
 
 /** `/metrics`: Prometheus text (version 0.0.4). */
 export async function metricsProbe(ctx: NodeHttpContext): Promise<ProbeAnswer> {
+  if (ctx.renderMetrics) return ctx.renderMetrics();
   const own = await ctx.metrics.render({
     revision: () => safeRevision(ctx),
     sync: ctx.syncState,

@@ -18,7 +18,8 @@ import { FlagsEngine, inlineEvaluator, poolEvaluator, type Evaluator } from '../
 import type { NodeHttpContext, SyncState } from './context.js';
 import { DefinitionsFeedCache } from '../../feed/definitions-feed.js';
 import { Metrics } from './metrics.js';
-import { TokenBuckets } from './rate-limit.js';
+import { TokenBuckets, type RateLimiter } from './rate-limit.js';
+import type { ProbeAnswer } from './probes.js';
 import { registerRoutes } from './routes.js';
 import type { CaptureHandler } from './capture-routes.js';
 import { FlagUsage } from './usage.js';
@@ -49,6 +50,12 @@ export interface NodeHttpOptions {
   captureAppend?: (events: CapturedEvent[]) => Promise<void>;
   /** Port override (default `config.flagsPort`). */
   port?: number;
+  /**
+   * Set by an IO thread (http/io-threads.ts; the main thread runs sync, capture and probes):
+   * the shared feed limiter, `/metrics` rendered by the main thread, no process metrics and no
+   * probe listener here.
+   */
+  ioThread?: { index: number; feedLimiter: RateLimiter; renderMetrics(): Promise<ProbeAnswer> };
 }
 
 /** A running node HTTP server. */
@@ -114,10 +121,11 @@ export async function startNodeHttp(opts: NodeHttpOptions): Promise<NodeHttp> {
   }
   const ctx: NodeHttpContext = {
     config, log, store, evaluator,
-    metrics: new Metrics(),
+    metrics: new Metrics(opts.ioThread === undefined, opts.ioThread?.index ?? null),
     usage: new FlagUsage(),
     feed: new DefinitionsFeedCache(),
-    feedLimiter: new TokenBuckets(config.definitionsRatePerMinute, 60_000),
+    feedLimiter: opts.ioThread?.feedLimiter ?? new TokenBuckets(config.definitionsRatePerMinute, 60_000),
+    renderMetrics: opts.ioThread?.renderMetrics,
     geoipEnabled: bytes !== null,
     needsGeoip: (projectId) => engine.needsGeoip(projectId),
     syncState: opts.syncState ?? (opts.sync ? syncStateOf(opts.sync) : undefined),
@@ -138,7 +146,7 @@ export async function startNodeHttp(opts: NodeHttpOptions): Promise<NodeHttp> {
   log.info({ port, mode: evaluator.mode, threads: config.evalThreads }, 'evaluation node HTTP listening');
   let probes: ProbeServer | null = null;
   try {
-    if (config.probePort !== null) probes = await startProbeServer(ctx, config.host, config.probePort, log);
+    if (config.probePort !== null && opts.ioThread === undefined) probes = await startProbeServer(ctx, config.host, config.probePort, log);
   } catch (e) {
     uWS.us_listen_socket_close(listenSocket);
     unsubscribe();
@@ -158,6 +166,9 @@ export async function startNodeHttp(opts: NodeHttpOptions): Promise<NodeHttp> {
       if (closed) return;
       closed = true;
       uWS.us_listen_socket_close(listenSocket);
+      // An IO thread ends after this: its open connections must go too (a worker thread that
+      // stops with uWS sockets open aborts the process).
+      if (opts.ioThread) (app as unknown as { close(): void }).close(); // present in uWS.js 20.30, missing from its typings
       await probes?.close();
       unsubscribe();
       await evaluator.close();

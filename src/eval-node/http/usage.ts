@@ -12,6 +12,11 @@ export class FlagUsage {
     this.counts.set(organizationId, (this.counts.get(organizationId) ?? 0) + 1);
   }
 
+  /** Counts `n` requests for `organizationId` (an IO thread's pushed share). */
+  addMany(organizationId: number, n: number): void {
+    this.counts.set(organizationId, (this.counts.get(organizationId) ?? 0) + n);
+  }
+
   /** Returns the counts gathered since the previous call and starts over. */
   takeUsage(): Map<number, number> {
     const out = this.counts;

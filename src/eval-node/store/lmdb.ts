@@ -313,6 +313,12 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean } = {}): 
       return () => { listeners.delete(listener); };
     },
 
+    relayApplied(revision, projectIds) {
+      if (!readOnly) throw new StoreStateError('relayApplied is for read-only stores; the writer reports its own writes');
+      checkedAtMs = -Infinity;
+      for (const l of listeners) l(revision, projectIds);
+    },
+
     applyBatch(changes, revision) {
       writable();
       return enqueue(async () => {

@@ -68,10 +68,16 @@ export interface NodeStore {
   /**
    * Subscribes to committed writes of THIS store instance: `projectIds` are the projects the
    * batch touched (null = a cluster-wide entity: organization or personal API key); after a
-   * snapshot swap it holds every project of the old and new state plus null. Never called on a
-   * read-only store. Returns the unsubscribe function.
+   * snapshot swap it holds every project of the old and new state plus null. On a read-only
+   * store only through {@link relayApplied}. Returns the unsubscribe function.
    */
   onApplied(listener: (revision: number, projectIds: Set<number | null>) => void): () => void;
+  /**
+   * Read-only stores (IO threads, http/io-threads.ts): the writer's thread reports a committed
+   * write; the store drops its snapshot (the next read sees the commit) and calls its
+   * {@link onApplied} listeners. @throws StoreStateError on a writable store.
+   */
+  relayApplied(revision: number, projectIds: Set<number | null>): void;
   /** Closes the environment (waits for queued writes). */
   close(): Promise<void>;
 }

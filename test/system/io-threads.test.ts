@@ -1,0 +1,96 @@
+/**
+ * Issue 14 item 1: a node with two IO threads (`ioThreads: 2`) on one port. Requests on fresh
+ * connections land on both threads (the kernel spreads them); a flag created after start is
+ * served by both (the main thread relays store changes); capture sent over many connections
+ * reaches the control plane whole (durable appends through the main thread's outbox); /flags
+ * usage counted on both threads is reported once; the feed rate limit is one budget per project
+ * whichever thread answers; /metrics sums every thread's requests.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import crypto from 'node:crypto';
+import { waitFor } from '../support/wait.js';
+import { createFlag, startCluster, waitForEventsOnce, waitReady } from './support.js';
+import { USAGE_PUSH_MS } from '../../src/eval-node/http/io-thread-init.js';
+
+/** One request on a new TCP connection (so the kernel picks a thread for each). */
+function fresh(url: string, method: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const data = body === undefined ? undefined : JSON.stringify(body);
+    const req = http.request(url, { method, agent: false, headers: { connection: 'close', ...(data ? { 'content-type': 'application/json' } : {}), ...headers } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => { text += c; });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+function metric(text: string, name: string, labels = ''): number[] {
+  return text.split('\n').filter((l) => l.startsWith(`${name}{`) && l.includes(labels)).map((l) => Number(l.split(' ').pop()));
+}
+
+test('two IO threads share one port, the store, capture, usage, the feed limit and /metrics', async () => {
+  const c = await startCluster();
+  try {
+    const t = c.t;
+    await createFlag(c, { key: 'before', filters: { groups: [{ properties: [], rollout_percentage: 100 }] } });
+    const node = await c.startNode(c.tempDir(), { ioThreads: 2, definitionsRatePerMinute: 5 });
+    await waitReady(node.http.url);
+    const flagsUrl = `${node.http.url}/flags/?v=2`;
+    const ask = (d: string) => fresh(flagsUrl, 'POST', { token: t.projectKey, distinct_id: d });
+    await waitFor('the node serves the first flag', async () => JSON.parse((await ask('probe')).text).flags?.before?.enabled === true, { timeoutMs: 30_000 });
+
+    // A change after start reaches both threads.
+    await createFlag(c, { key: 'after', filters: { groups: [{ properties: [], rollout_percentage: 100 }] } });
+    await waitFor('a thread serves the new flag', async () => JSON.parse((await ask('probe')).text).flags?.after?.enabled === true, { timeoutMs: 30_000 });
+    await new Promise((r) => setTimeout(r, 3 * USAGE_PUSH_MS)); // the probes' counts arrive, then are dropped
+    node.http.usage.takeUsage();
+    const before = await fresh(`${node.http.url}/metrics`, 'GET');
+    const flagsBefore = metric(before.text, 'switchyard_node_http_requests_total', 'route="flags",status="200"').reduce((a, b) => a + b, 0);
+    const N = 60;
+    for (let i = 0; i < N; i++) {
+      const r = await ask(`user-${i}`);
+      assert.equal(r.status, 200);
+      assert.equal(JSON.parse(r.text).flags.after.enabled, true, 'every thread knows the new flag');
+    }
+    const after = await fresh(`${node.http.url}/metrics`, 'GET');
+    assert.equal(metric(after.text, 'switchyard_node_http_requests_total', 'route="flags",status="200"').reduce((a, b) => a + b, 0) - flagsBefore, N, '/metrics sums the threads');
+    const perThread = metric(after.text, 'switchyard_node_io_thread_requests_total');
+    assert.equal(perThread.length, 2, 'one series per thread');
+    assert.ok(perThread.every((n) => n > 0), `both threads answered: ${perThread.join(', ')}`);
+    assert.equal(metric(after.text, 'switchyard_node_process_cpu_user_seconds_total').length, 0, 'labels-free process metrics are not summed per thread');
+    assert.match(after.text, /^switchyard_node_process_cpu_user_seconds_total \d/m);
+
+    // Usage counted on both threads is reported once, in full.
+    await waitFor('usage pushed by both threads', async () => {
+      const u = node.http.usage.takeUsage();
+      for (const [org, n] of u) node.http.usage.addMany(org, n);
+      return [...u.values()].reduce((a, b) => a + b, 0) >= N;
+    }, { timeoutMs: 5_000, intervalMs: 100 });
+    assert.equal([...node.http.usage.takeUsage().values()].reduce((a, b) => a + b, 0), N);
+
+    // Capture over many connections: every event reaches the control plane.
+    const uuids: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const batch = Array.from({ length: 5 }, (_, k) => ({ uuid: crypto.randomUUID(), event: 'threaded', distinct_id: `cap-${i}-${k}`, properties: {} }));
+      uuids.push(...batch.map((e) => e.uuid));
+      const r = await fresh(`${node.http.url}/batch/`, 'POST', { api_key: t.projectKey, batch });
+      assert.equal(r.status, 200, r.text);
+    }
+    await waitForEventsOnce(t, uuids);
+
+    // The feed's 5 requests per minute are one budget, whichever thread answers.
+    const feedKey = t.personalKey; // known to the node since its snapshot
+    const statuses: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      statuses.push((await fresh(`${node.http.url}/api/feature_flag/local_evaluation?token=${t.projectKey}`, 'GET', undefined, { authorization: `Bearer ${feedKey}` })).status);
+    }
+    assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429, 429, 429]);
+  } finally {
+    await c.close();
+  }
+});
