@@ -3,7 +3,7 @@
 NODE ?= node
 TEST_ARGS ?=
 
-.PHONY: all install build browser start test bench bench-eval bench-regex bench-capture bench-propagation bench-experiments bench-blast-radius clean
+.PHONY: all install build browser wrk start test bench bench-eval bench-regex bench-capture bench-propagation bench-experiments bench-blast-radius clean
 
 all: build
 
@@ -38,8 +38,17 @@ bench-eval: build
 bench-regex: build
 	$(NODE) dist/bench/regex.js
 
-bench: build
-	$(NODE) dist/bench/flags.js
+# `make bench` drives the IO-thread runs with Debian's wrk (a C load generator: less of the shared
+# cores than autocannon); without it they fall back to autocannon.
+WRK ?= /usr/bin/wrk
+wrk:
+	@test -x $(WRK) || { echo "installing Debian's wrk for the benchmark"; \
+	  SUDO=$$(test "$$(id -u)" = 0 || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends wrk \
+	  || echo "could not install wrk: the IO-thread runs use autocannon"; }
+
+bench: build wrk
+	WRK_PATH=$(WRK) $(NODE) dist/bench/flags.js
 
 bench-propagation: build
 	$(NODE) dist/bench/propagation.js

@@ -69,7 +69,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import uWS from 'uWebSockets.js';
@@ -89,7 +89,9 @@ const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const POOL_THREADS = Number(process.env.BENCH_POOL_THREADS ?? 2);
-const MODES = (process.env.BENCH_MODES ?? 'ceiling,inline,pool').split(',');
+const MODES = (process.env.BENCH_MODES ?? 'ceiling,inline,pool,io').split(',');
+/** IO thread counts of the `io` mode (each: a node process and a bare uWS process with that many threads). */
+const IO_THREADS = (process.env.BENCH_IO_THREADS ?? '1,2').split(',').map(Number);
 /** Distinct request bodies (users) each connection cycles through. */
 const BODIES = 2_000;
 
@@ -101,6 +103,8 @@ interface LoadResult {
   non2xx: number;
   errors: number;
   total: number;
+  /** CPU the load generator itself used (user + system, µs), when it reports it. */
+  genCpuUs?: number;
 }
 
 /** Runs autocannon in a child process against `url` (warm-up first unless `rate` runs). */
@@ -128,10 +132,12 @@ async function loadChild(opts: { url: string; durationS: number; rate?: number; 
   const headers = { 'content-type': 'application/json', 'user-agent': 'posthog-node/5.0.0' };
   const requests = Array.from({ length: BODIES }, () => ({ method: 'POST' as const, headers, body: workloadBody(Math.floor(rnd() * USERS)) }));
   if (opts.rate) return pacedLoad(opts.url, opts.durationS, opts.rate, opts.connections, requests.map((r) => r.body));
+  const cpu0 = process.cpuUsage();
   const result = await autocannon({ url: opts.url, connections: opts.connections, duration: opts.durationS, requests });
+  const cpu = process.cpuUsage(cpu0);
   process.stdout.write(JSON.stringify({
     rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99,
-    non2xx: result.non2xx, errors: result.errors + result.timeouts, total: result.requests.total,
+    non2xx: result.non2xx, errors: result.errors + result.timeouts, total: result.requests.total, genCpuUs: cpu.user + cpu.system,
   } satisfies LoadResult) + '\n');
 }
 
@@ -246,6 +252,8 @@ interface World {
   cp: ControlPlane;
   /** `host:port` of the control plane's gRPC server (nodes sync from it). */
   controlPlane: string;
+  /** The cluster token nodes present. */
+  clusterToken: string;
   close(): Promise<void>;
 }
 
@@ -272,6 +280,7 @@ async function startWorld(dir: string, log: Logger): Promise<World> {
   const world: World = {
     cp,
     controlPlane: `127.0.0.1:${grpcPort}`,
+    clusterToken: config.clusterToken!,
     async close() {
       await cp.close();
       await dropAll();
@@ -324,7 +333,7 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   let world: World | null = null;
   try {
-    const needsNode = MODES.includes('inline') || MODES.includes('pool');
+    const needsNode = MODES.includes('inline') || MODES.includes('pool') || MODES.includes('io');
     if (needsNode) {
       process.stderr.write('control plane: embedded Postgres, 50 flags through the management API…\n');
       world = await startWorld(dir, log);
@@ -359,6 +368,7 @@ async function main(): Promise<void> {
       ceiling?.close();
     }
     report(rows, ceilingRps);
+    if (MODES.includes('io')) reportIo(await measureIoThreads(dir, world!));
   } finally {
     await world?.close();
     fs.rmSync(dir, { recursive: true, force: true });
@@ -385,6 +395,148 @@ function report(rows: Row[], ceilingRps: number): void {
     const faster = inline.max.rps >= pool.max.rps ? 'inline' : 'pool';
     console.log(`\nfaster mode: ${faster} (inline ${Math.round(inline.max.rps)} vs pool ${Math.round(pool.max.rps)} req/s)`);
   }
+}
+
+/** One `io` run: a server process (node or bare uWS) with `threads` IO threads under the fixed-connection load. */
+interface IoRow { name: string; threads: number; load: LoadResult; serverCpuUsPerReq: number; genCpuUsPerReq: number }
+
+/** Clock ticks per second of /proc/<pid>/stat times. */
+const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+
+/** CPU time (user + system, µs) of process `pid`, all its threads, from /proc. */
+function processCpuUs(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) / CLK_TCK) * 1e6; // utime, stime (fields 14, 15)
+}
+
+/** Spawns `args` and resolves once `ready()` says so (bounded); the child is killed on failure. */
+async function spawnServer(args: string[], env: Record<string, string>, ready: () => Promise<boolean>): Promise<ChildProcess> {
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const until = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited with ${child.exitCode}`);
+    if (await ready().catch(() => false)) return child;
+    if (Date.now() > until) { child.kill('SIGKILL'); throw new Error(`${args.join(' ')} not ready`); }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** wrk, when installed (`make bench` installs Debian's): the IO-thread runs' driver. */
+const WRK = process.env.WRK_PATH && fs.existsSync(process.env.WRK_PATH) ? process.env.WRK_PATH : null;
+
+/**
+ * wrk's Lua script: POSTs the workload bodies in turn (read from `bodiesFile`, one per line) and
+ * prints the figures as one JSON line when done.
+ */
+function wrkScript(bodiesFile: string): string {
+  return `local bodies = {}
+for line in io.lines(${JSON.stringify(bodiesFile)}) do bodies[#bodies + 1] = line end
+local i = 0
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["User-Agent"] = "posthog-node/5.0.0"
+request = function()
+  i = i % #bodies + 1
+  return wrk.format(nil, nil, nil, bodies[i])
+end
+done = function(summary, latency, requests)
+  local non2xx = summary.errors.status
+  local errors = summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout
+  io.write(string.format('WRK {"rps":%f,"p50":%f,"p99":%f,"non2xx":%d,"errors":%d,"total":%d}\\n',
+    summary.requests / (summary.duration / 1e6), latency:percentile(50) / 1000, latency:percentile(99) / 1000, non2xx, errors, summary.requests))
+end
+`;
+}
+
+/** Runs wrk (one thread, CONNECTIONS connections) against `url` for `durationS`; its CPU from bash's `times`. */
+function loadWrk(url: string, durationS: number, dir: string): Promise<LoadResult> {
+  const bodiesFile = path.join(dir, 'wrk-bodies.txt');
+  const script = path.join(dir, 'wrk.lua');
+  if (!fs.existsSync(script)) {
+    const rnd = prng(7);
+    fs.writeFileSync(bodiesFile, Array.from({ length: BODIES }, () => workloadBody(Math.floor(rnd() * USERS))).join('\n') + '\n');
+    fs.writeFileSync(script, wrkScript(bodiesFile));
+  }
+  return new Promise((resolve, reject) => {
+    const cmd = `${WRK} -t1 -c${CONNECTIONS} -d${durationS}s -s ${script} ${url}; times`;
+    const child = spawn('bash', ['-c', cmd], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      const line = out.split('\n').find((l) => l.startsWith('WRK '));
+      if (code !== 0 || !line) return reject(new Error(`wrk failed (${code}): ${out}`));
+      // `times` prints the shell's then its children's user and system time, as "XmY.ZZZs".
+      const child = out.trim().split('\n').pop()!.split(/\s+/).map((t) => { const m = /(\d+)m([\d.]+)s/.exec(t); return m ? (Number(m[1]) * 60 + Number(m[2])) * 1e6 : 0; });
+      resolve({ ...(JSON.parse(line.slice(4)) as LoadResult), genCpuUs: child[0]! + child[1]! });
+    });
+  });
+}
+
+async function measureServer(name: string, threads: number, pid: number, url: string, dir: string): Promise<IoRow> {
+  process.stderr.write(`${name}: warm-up ${WARMUP_S}s, run ${DURATION_S}s with ${WRK ? 'wrk' : 'autocannon'}…\n`);
+  const drive = (d: number) => (WRK ? loadWrk(url, d, dir) : load(url, d));
+  if (WARMUP_S > 0) await drive(WARMUP_S);
+  const before = processCpuUs(pid);
+  const result = await drive(DURATION_S);
+  const serverCpuUsPerReq = (processCpuUs(pid) - before) / Math.max(1, result.total);
+  return { name, threads, load: result, serverCpuUsPerReq, genCpuUsPerReq: (result.genCpuUs ?? 0) / Math.max(1, result.total) };
+}
+
+/**
+ * The `io` mode (issue 14 item 3): for each count in BENCH_IO_THREADS, a bare uWS process and a
+ * node process (`switchyard eval-node`, synced from the world's control plane) with that many IO
+ * threads, each driven by the same autocannon child at CONNECTIONS connections. Server CPU is
+ * read from /proc for the server process alone; the generator reports its own.
+ */
+async function measureIoThreads(dir: string, world: World): Promise<IoRow[]> {
+  const rows: IoRow[] = [];
+  const cli = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'src', 'cli.js');
+  const ceilingJs = path.join(path.dirname(fileURLToPath(import.meta.url)), 'uws-ceiling.js');
+  for (const threads of IO_THREADS) {
+    const cport = await freePort();
+    const ceiling = await spawnServer([ceilingJs, String(cport), String(threads)], {}, async () =>
+      (await fetch(`http://127.0.0.1:${cport}/flags`, { method: 'POST', body: '{}' })).ok);
+    try {
+      rows.push(await measureServer(`uWS ceiling (fixed 2 KB), ${threads} thread${threads > 1 ? 's' : ''}`, threads, ceiling.pid!, `http://127.0.0.1:${cport}/flags`, dir));
+    } finally {
+      ceiling.kill('SIGKILL');
+    }
+    const nport = await freePort();
+    const url = `http://127.0.0.1:${nport}`;
+    const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean); // e.g. --cpu-prof
+    const node = await spawnServer([...nodeArgs, cli, 'eval-node'], {
+      SWITCHYARD_DATA_DIR: path.join(dir, `node-io-${threads}`), SWITCHYARD_FLAGS_PORT: String(nport), SWITCHYARD_IO_THREADS: String(threads),
+      SWITCHYARD_CONTROL_PLANE: world.controlPlane, SWITCHYARD_CLUSTER_TOKEN: world.clusterToken, SWITCHYARD_LOG_LEVEL: 'warn', SWITCHYARD_EVAL_THREADS: '0',
+    }, async () => {
+      if (!(await fetch(`${url}/_ready`)).ok) return false;
+      const res = await fetch(`${url}/flags?v=2`, { method: 'POST', body: workloadBody(2), headers: { 'content-type': 'application/json' } });
+      return res.ok && Object.keys(((await res.json()) as { flags: object }).flags).length === 50;
+    });
+    try {
+      rows.push(await measureServer(`node, IO_THREADS=${threads}`, threads, node.pid!, `${url}/flags?v=2`, dir));
+    } finally {
+      node.kill('SIGTERM');
+      await new Promise((r) => node.once('exit', r));
+    }
+  }
+  return rows;
+}
+
+function reportIo(rows: IoRow[]): void {
+  console.log(`\nIO threads: POST /flags?v=2, 50 flags, ${WRK ? 'wrk (1 thread)' : 'autocannon'}, ${CONNECTIONS} connections, ${DURATION_S}s after ${WARMUP_S}s warm-up; server and load generator are separate processes on the same ${os.availableParallelism()} vCPUs`);
+  console.log('| run | req/s | p50 ms | p99 ms | non-2xx | server CPU µs/req | generator CPU µs/req | vs uWS ceiling, same threads |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
+  for (const r of rows) {
+    const ceiling = rows.find((c) => c.threads === r.threads && c.name.startsWith('uWS'));
+    const ratio = ceiling && ceiling !== r ? `${((r.load.rps / ceiling.load.rps) * 100).toFixed(1)} %` : '–';
+    console.log(`| ${r.name} | ${Math.round(r.load.rps)} | ${r.load.p50} | ${r.load.p99} | ${r.load.non2xx + r.load.errors} | ${r.serverCpuUsPerReq.toFixed(1)} | ${r.genCpuUsPerReq.toFixed(1)} | ${ratio} |`);
+  }
+  const node = (t: number) => rows.find((r) => r.threads === t && r.name.startsWith('node'));
+  const one = node(1);
+  const two = node(2);
+  if (one && two) console.log(`\nnode with 2 IO threads / 1 IO thread: ${(two.load.rps / one.load.rps).toFixed(2)}× req/s (${Math.round(two.load.rps)} vs ${Math.round(one.load.rps)})`);
 }
 
 if (process.argv[2] === '--load') {
