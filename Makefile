@@ -17,6 +17,8 @@ install: node_modules/.installed
 
 build: node_modules/.installed
 	npx tsc -p tsconfig.json
+	npx tsc -p console/tsconfig.json
+	$(NODE) console/build.mjs
 
 start: build
 	$(NODE) dist/src/cli.js start

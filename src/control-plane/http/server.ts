@@ -23,6 +23,7 @@ import { ApiMetrics } from './metrics.js';
 import { toApiError } from './error-handler.js';
 import { compileValidator, type RequestPart } from './validation.js';
 import { addSchemaRoute, registerOpenApi, routeSchema } from './openapi.js';
+import { addConsoleRoutes } from './console.js';
 import { methodNotAllowedRoutes, normalisePattern } from './method-not-allowed.js';
 import { registerRateLimits, type Throttle } from './rate-limit.js';
 import type { AuthContext, Deps, ProjectRow, Reply, RequestContext, Route } from './types.js';
@@ -180,7 +181,7 @@ function addProbeRoutes(app: FastifyInstance, probes: Probes): void {
     return reply.code(ok ? 200 : 503).type('application/json').send(JSON.stringify({ ready: ok }));
   });
   app.get('/metrics', hidden, async (_req, reply) => reply.type('text/plain; version=0.0.4').send(await probes.metrics()));
-  app.get('/', hidden, async (_req, reply) => { send(reply, { status: 200, body: controlPlaneIndex() }); });
+  addConsoleRoutes(app, controlPlaneIndex);
 }
 
 /** Answers an error: logs what the operator needs, sends PostHog's body. */

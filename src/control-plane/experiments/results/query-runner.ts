@@ -16,6 +16,7 @@
 import { type JsonObject, isJsonObject } from '../../../json-shapes.js';
 import type { Sql } from '../../db/connect.js';
 import { errors } from '../../../errors.js';
+import { sampleRatioMismatch, SRM_MIN_EXPOSURES } from '../../../stats/srm.js';
 import { analyze } from '../../../stats/analyze.js';
 import * as store from '../store.js';
 import { validateMetric } from '../metrics.js';
@@ -66,7 +67,9 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
   const [flag] = await sql<{ key: string; filters: Obj }[]>`SELECT key, filters FROM feature_flags WHERE id = ${experiment.feature_flag_id}`;
   if (!flag) throw errors.validation('Experiment does not have a feature flag', null);
   const [project] = await sql<{ timezone: string }[]>`SELECT timezone FROM projects WHERE id = ${projectId}`;
-  const variants = (((flag.filters.multivariate as Obj | undefined)?.variants as Obj[] | undefined) ?? []).map((v) => String(v.key));
+  const variantDefs = ((flag.filters.multivariate as Obj | undefined)?.variants as Obj[] | undefined) ?? [];
+  const variants = variantDefs.map((v) => String(v.key));
+  const weights = new Map(variantDefs.map((v) => [String(v.key), Number(v.rollout_percentage ?? 0)]));
   if (variants.length === 0) throw errors.validation('The experiment\'s flag has no variants.', null);
   const stats = experiment.stats_config ?? {};
   const baselineKey = typeof stats.baseline_variant_key === 'string' && variants.includes(stats.baseline_variant_key) ? stats.baseline_variant_key
@@ -135,7 +138,7 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
     }
     return a;
   });
-  return present(metric, arms, baselineKey, stats);
+  return present(metric, arms, baselineKey, stats, weights);
 }
 
 /** PostHog's base statistics of one arm. */
@@ -188,7 +191,7 @@ function differenceType(stats: Obj, section: Obj | undefined): 'relative' | 'abs
   return section?.difference_type === 'ABSOLUTE' || stats.difference_type === 'ABSOLUTE' ? 'absolute' : 'relative';
 }
 
-function present(metric: Obj, arms: VariantAggregate[], baselineKey: string, stats: Obj): Obj {
+function present(metric: Obj, arms: VariantAggregate[], baselineKey: string, stats: Obj, weights: ReadonlyMap<string, number>): Obj {
   const method = stats.method === 'frequentist' ? 'frequentist' : 'bayesian';
   const section = (isJsonObject(stats[method]) ? stats[method] : undefined) as Obj | undefined;
   const baseline = arms.find((a) => a.key === baselineKey)!;
@@ -224,5 +227,18 @@ function present(metric: Obj, arms: VariantAggregate[], baselineKey: string, sta
     breakdown_results: null,
     metric: { ...metric },
     stats_method: method,
+    sample_ratio_mismatch: srmOf(arms, weights),
   };
+}
+
+/**
+ * Switchyard's addition to the response: the sample-ratio check of the exposures against the
+ * flag's variant split (research/experiments.md §4.7; from SRM_MIN_EXPOSURES exposures, a
+ * mismatch below p = 0.001), or null with fewer exposures.
+ */
+function srmOf(arms: VariantAggregate[], weights: ReadonlyMap<string, number>): Obj | null {
+  const total = arms.reduce((s, a) => s + a.n, 0);
+  if (total < SRM_MIN_EXPOSURES) return null;
+  const r = sampleRatioMismatch(arms.map((a) => a.n), arms.map((a) => weights.get(a.key) ?? 0));
+  return { p_value: r.p_value, mismatch: r.mismatch, expected: Object.fromEntries(arms.map((a, i) => [a.key, r.expected[i]])) };
 }

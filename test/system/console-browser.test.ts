@@ -1,0 +1,143 @@
+/**
+ * Issue 15: the web console in Debian's Chromium (playwright-core; never a downloaded browser).
+ * Signed in with the keyboard, a flag created through the console's form is served by a real node
+ * on /flags, and disabling it from the list switches it off there too; an experiment created and
+ * launched in the console, fed exposures and purchases through posthog-node and the node, shows
+ * its results chart with the exposure counts the test sent; the console fits a phone's width.
+ * Screenshots go to test-output/console/ (and, with SWITCHYARD_UPDATE_SCREENSHOTS=1, to
+ * docs/screenshots/ for the README).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { PostHog } from 'posthog-node';
+import { waitFor } from '../support/wait.js';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+import { createFlag, flags, startCluster, waitReady } from './support.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
+const OUT = path.join(PACKAGE_ROOT, 'test-output', 'console');
+const DOCS = path.join(PACKAGE_ROOT, 'docs', 'screenshots');
+const USERS = 120;
+
+async function shot(page: Page, name: string): Promise<void> {
+  fs.mkdirSync(OUT, { recursive: true });
+  const file = path.join(OUT, `${name}.png`);
+  await page.screenshot({ path: file, fullPage: true });
+  if (process.env.SWITCHYARD_UPDATE_SCREENSHOTS === '1') {
+    fs.mkdirSync(DOCS, { recursive: true });
+    fs.copyFileSync(file, path.join(DOCS, `${name}.png`));
+  }
+}
+
+test('the console: sign in, create and disable a flag the node serves, launch an experiment and read its results', { timeout: 240_000, skip: process.env.SWITCHYARD_SKIP_BROWSER === '1' && 'SWITCHYARD_SKIP_BROWSER=1' }, async () => {
+  assert.ok(fs.existsSync(CHROMIUM), `${CHROMIUM} is missing: run make test (it installs Debian's chromium) or set CHROMIUM_PATH`);
+  const c = await startCluster();
+  let browser: Browser | null = null;
+  let ph: PostHog | null = null;
+  try {
+    const t = c.t;
+    const node = await c.startNode(c.tempDir());
+    await waitReady(node.http.url);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    const failures: string[] = [];
+    page.on('pageerror', (e) => failures.push(e.message));
+    page.on('console', (m) => { if (m.type() === 'error') failures.push(m.text()); });
+    page.on('response', (r) => { if (process.env.CONSOLE_DEBUG) process.stderr.write(`${r.request().method()} ${r.url()} ${r.status()}\n`); });
+
+    // Sign in with the keyboard only.
+    const res = await page.goto(`${t.baseUrl}/`);
+    assert.match(res!.headers()['content-security-policy'] ?? '', /default-src 'self'/);
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'key', 'the key field is the first stop');
+    await page.keyboard.type(t.personalKey);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Feature flags' }).waitFor();
+
+    // A flag through the form: 100 % of persons whose email ends in example.com, with a payload.
+    await page.getByRole('link', { name: 'New flag' }).click();
+    await page.getByLabel('Key', { exact: true }).fill('console-flag');
+    await page.getByLabel('Description', { exact: true }).fill('Made in the console');
+    await page.getByRole('button', { name: 'Add a filter' }).click();
+    await page.getByLabel('Property', { exact: true }).fill('email');
+    await page.getByRole('combobox', { name: /^Operator/ }).selectOption('icontains');
+    await page.getByLabel('Value', { exact: true }).fill('@example.com');
+    await page.getByLabel('Payload for the enabled flag (JSON)').fill('{"banner": "new"}');
+    await page.getByRole('button', { name: 'Create flag' }).click();
+    await page.waitForURL(/#\/flags\/\d+$/);
+    await page.getByRole('heading', { name: 'Activity' }).waitFor();
+    const ask = (email: string) => flags(node.http.url, t.projectKey, email, { person_properties: { email } });
+    await waitFor('the node serves the console\'s flag', async () => (await ask('ann@example.com')).body?.flags?.['console-flag']?.enabled === true, { timeoutMs: 30_000 });
+    const served = (await ask('ann@example.com')).body.flags['console-flag'];
+    assert.equal(served.metadata.payload, '{"banner": "new"}', 'the payload as typed');
+    assert.equal((await ask('bob@other.test')).body.flags['console-flag'].enabled, false);
+
+    // Disabled from the list: the node stops serving it. (A few more flags, as a project has.)
+    await createFlag(c, { key: 'new-onboarding', name: 'Onboarding v2, 30 % of users', filters: { groups: [{ properties: [], rollout_percentage: 30 }] } });
+    await createFlag(c, { key: 'pricing-page', name: 'Three pricing layouts', filters: { groups: [{ properties: [], rollout_percentage: 100 }],
+      multivariate: { variants: [{ key: 'control', rollout_percentage: 34 }, { key: 'annual-first', rollout_percentage: 33 }, { key: 'usage-based', rollout_percentage: 33 }] } } });
+    await createFlag(c, { key: 'legacy-export', name: 'Old CSV export', active: false, filters: { groups: [{ properties: [], rollout_percentage: 100 }] } });
+    await page.getByRole('link', { name: 'Feature flags' }).click();
+    await page.getByRole('row', { name: /console-flag/ }).waitFor();
+    await shot(page, 'flags-list');
+    await page.getByLabel('Enable console-flag').click();
+    // A disabled flag is left out of /flags (PostHog evaluates active flags only).
+    await waitFor('the node no longer serves the flag', async () => (await ask('ann@example.com')).body?.flags?.['console-flag']?.enabled !== true, { timeoutMs: 30_000 });
+    assert.equal((await ask('ann@example.com')).body.flags['console-flag'], undefined);
+
+    // An experiment: created, launched, fed, read.
+    await page.getByRole('link', { name: 'Experiments' }).click();
+    await page.getByRole('link', { name: 'New experiment' }).click();
+    await page.getByLabel('Name', { exact: true }).fill('Checkout button');
+    await page.getByLabel('Feature flag key', { exact: true }).fill('checkout-button');
+    await page.getByLabel('Event', { exact: true }).fill('purchase');
+    await page.getByRole('button', { name: 'Create draft' }).click();
+    await page.waitForURL(/#\/experiments\/\d+$/);
+    await page.getByRole('button', { name: 'Launch' }).click();
+    await page.getByText('running', { exact: true }).waitFor();
+    await waitFor('the node serves the experiment flag', async () => typeof (await flags(node.http.url, t.projectKey, 'probe')).body?.flags?.['checkout-button']?.variant === 'string', { timeoutMs: 30_000 });
+
+    ph = new PostHog(t.projectKey, { host: node.http.url, flushAt: 50, flushInterval: 0, disableGeoip: true });
+    const exposed = new Map<string, number>();
+    let purchases = 0;
+    for (let i = 0; i < USERS; i++) {
+      const d = `shopper-${i}`;
+      const variant = String(await ph.getFeatureFlag('checkout-button', d)); // sends $feature_flag_called
+      exposed.set(variant, (exposed.get(variant) ?? 0) + 1);
+      const n = (i % 5 === 0 ? 2 : 0) + (variant === 'test' && i % 3 === 0 ? 1 : 0);
+      for (let k = 0; k < n; k++) ph.capture({ distinctId: d, event: 'purchase' });
+      purchases += n;
+    }
+    await ph.flush();
+    await waitFor('exposures and purchases ingested', async () => {
+      const [r] = await t.db.sql<{ e: number; p: number }[]>`SELECT count(*) FILTER (WHERE event = '$feature_flag_called')::int AS e,
+        count(*) FILTER (WHERE event = 'purchase')::int AS p FROM events WHERE project_id = ${t.projectId} AND distinct_id LIKE 'shopper-%'`;
+      return r!.e >= USERS && r!.p === purchases;
+    }, { timeoutMs: 60_000, intervalMs: 200 });
+    await page.reload();
+    await page.locator('.interval-chart svg g[data-variant="test"] rect').waitFor({ timeout: 30_000 });
+    for (const [variant, n] of exposed) {
+      const cells = await page.locator(`table.results tr[data-variant="${variant}"] td`).allInnerTexts();
+      assert.equal(cells[1], String(n), `exposures of ${variant} as sent`);
+    }
+    await page.getByRole('heading', { name: 'Exposures' }).waitFor();
+    await shot(page, 'experiment-results');
+
+    // A phone's width: nothing wider than the screen.
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.getByRole('link', { name: 'Feature flags' }).click();
+    await page.getByRole('row', { name: /console-flag/ }).waitFor();
+    assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), 'no horizontal scrolling at 390 px');
+    await shot(page, 'flags-list-phone');
+    assert.deepEqual(failures, [], 'no script errors in the page');
+  } finally {
+    await ph?.shutdown();
+    await browser?.close();
+    await c.close();
+  }
+});
