@@ -23,13 +23,19 @@ build: node_modules/.installed
 start: build
 	$(NODE) dist/src/cli.js start
 
-# The posthog-js browser test drives Debian's Chromium (never a downloaded browser).
+# Installs Debian's package $(1) when $(2) is missing (apt-get, with sudo unless root); $(3) says
+# what happens without it. Nothing is ever downloaded from elsewhere.
+define apt_install
+	@test -x $(2) || { echo "installing Debian's $(1)"; \
+	  SUDO=$$(test "$$(id -u)" = 0 || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(1) \
+	  || echo "could not install $(1): $(3)"; }
+endef
+
+# The browser tests (posthog-js, the console) drive Debian's Chromium (never a downloaded browser).
 CHROMIUM ?= /usr/bin/chromium
 browser:
-	@test -x $(CHROMIUM) || { echo "installing Debian's chromium for the browser test"; \
-	  SUDO=$$(test "$$(id -u)" = 0 || echo sudo); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium \
-	  || echo "could not install chromium: every suite still runs, the posthog-js browser test will fail and say so"; }
+	$(call apt_install,chromium,$(CHROMIUM),every suite still runs and the browser tests fail saying so)
 
 test: build browser
 	CHROMIUM_PATH=$(CHROMIUM) $(NODE) dist/test/run.js $(TEST_ARGS)
@@ -44,10 +50,7 @@ bench-regex: build
 # cores than autocannon); without it they fall back to autocannon.
 WRK ?= /usr/bin/wrk
 wrk:
-	@test -x $(WRK) || { echo "installing Debian's wrk for the benchmark"; \
-	  SUDO=$$(test "$$(id -u)" = 0 || echo sudo); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends wrk \
-	  || echo "could not install wrk: the IO-thread runs use autocannon"; }
+	$(call apt_install,wrk,$(WRK),the IO-thread runs use autocannon)
 
 bench: build wrk
 	WRK_PATH=$(WRK) $(NODE) dist/bench/flags.js

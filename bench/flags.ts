@@ -23,7 +23,16 @@
  * does not share the server's event loop (server CPU figures include the in-process control plane,
  * which is idle during load). Loopback only; every run is bounded by its duration.
  * Knobs (env): BENCH_DURATION_S (10), BENCH_WARMUP_S (3), BENCH_CONNECTIONS (50),
- * BENCH_POOL_THREADS (2), BENCH_MODES (`ceiling,inline,pool`), DATABASE_URL (use that Postgres).
+ * BENCH_POOL_THREADS (2), BENCH_MODES (`ceiling,inline,pool,io`), BENCH_IO_THREADS (`1,2`),
+ * BENCH_NODE_ARGS (extra node flags for the io-mode node, e.g. `--cpu-prof`), WRK_PATH (wrk, set by
+ * `make bench`), DATABASE_URL (use that Postgres).
+ *
+ * The `io` mode (issue 14): per thread count, a bare uWS process and a node process
+ * (`switchyard eval-node`, SWITCHYARD_IO_THREADS=N) under wrk (one thread, fixed connections; the
+ * node's CPU from /proc, wrk's from bash `times`). RESULTS (2026-11-25, same machine): bare uWS
+ * 72.7k req/s (1 thread) and 67.5k (2), 10.6–10.9 CPU-µs/req; node 20.2k req/s with 1 IO thread
+ * and 32.2k with 2 (1.59×), 43.6–44.1 CPU-µs/req, p99 7.4 and 5.6 ms; wrk 11–19 µs/req. Another
+ * run the same hour: 16.8k and 26.7k (1.59×) at 56–59 µs/req: the box moves, the ratio holds.
  *
  * RESULTS (2026-11-21, 2 vCPU AMD EPYC, Node 20.20.2, after the perf branch; the box is SHARED
  * with other sessions' test suites and their Postgres: load average 3–6 during every run, and the

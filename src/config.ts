@@ -55,6 +55,13 @@ export interface Config {
    */
   readonly ioThreads: number;
   /**
+   * LMDB map size of a node's store, in bytes (SWITCHYARD_LMDB_MAP_SIZE, default 16 GiB): set up
+   * front so the environment keeps one memory mapping (grown in steps, lmdb-js keeps every old
+   * mapping alive and RSS overstates the node's memory). Address space, not memory: the file grows
+   * only as data is written.
+   */
+  readonly lmdbMapSize: number;
+  /**
    * Largest /flags and /decide body once decoded (gunzip, base64), in bytes (413 above; issue 8
    * item 4). SDK bodies carry a distinct id and some properties: kilobytes.
    */
@@ -171,6 +178,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiUrl: publicUrl(env, 'SWITCHYARD_API_URL'),
     evalThreads: int(env, 'SWITCHYARD_EVAL_THREADS', 0, 0, 256),
     ioThreads: int(env, 'SWITCHYARD_IO_THREADS', os.availableParallelism(), 1, 256),
+    lmdbMapSize: int(env, 'SWITCHYARD_LMDB_MAP_SIZE', 16 * 1024 ** 3, 64 * 1024 ** 2, 2 ** 50),
     evalTaskTimeoutMs: int(env, 'SWITCHYARD_EVAL_TASK_TIMEOUT_MS', 2_000, 1, 600_000),
     maxFlagsBodyBytes: int(env, 'SWITCHYARD_MAX_FLAGS_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxCaptureBodyBytes: int(env, 'SWITCHYARD_MAX_CAPTURE_BODY_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),

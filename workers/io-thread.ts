@@ -28,6 +28,8 @@ const init = workerData as IoThreadInit;
 const rpc = new ThreadRpc(parentPort!);
 const log = createLogger(init.config.logLevel).child({ io_thread: init.index });
 const store = openNodeStore(init.storePath, { readOnly: true });
+// Listening for store changes before serving anything: the HTTP layer subscribes to the store.
+rpc.onNotice('applied', (m) => store.relayApplied(m.revision as number, new Set(m.projectIds as (number | null)[])));
 
 async function append(events: CapturedEvent[]): Promise<void> {
   const packed = Outbox.pack(events);
@@ -65,7 +67,6 @@ const pushUsage = (): void => {
 };
 const usageTimer = setInterval(pushUsage, USAGE_PUSH_MS);
 
-rpc.onNotice('applied', (m) => store.relayApplied(m.revision as number, new Set(m.projectIds as (number | null)[])));
 rpc.serve('metricsJson', async () => ({ metrics: await http.metrics.requestMetricsJson(), continuity: http.continuity?.counters ?? null }));
 rpc.serve('close', async () => {
   clearInterval(usageTimer);

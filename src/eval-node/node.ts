@@ -44,7 +44,7 @@ export interface EvalNodeOptions {
 export async function startEvalNode(config: Config, log: Logger, opts: EvalNodeOptions = {}): Promise<EvalNode> {
   if (config.clusterToken === null) throw new Error('SWITCHYARD_CLUSTER_TOKEN is required to run an evaluation node');
   const nlog = log.child({ component: 'eval-node' });
-  const store = await openCheckedStore(nodeStorePath(config), nlog);
+  const store = await openCheckedStore(nodeStorePath(config), nlog, config.lmdbMapSize);
   nlog.info({ revision: store.revision(), complete_snapshot: store.hasCompleteSnapshot(), path: nodeStorePath(config) }, 'node store open');
   const nodeId = opts.nodeId ?? `${os.hostname()}:${process.pid}`;
   const sync = startWatchClient(store, {

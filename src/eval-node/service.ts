@@ -55,7 +55,10 @@ export async function startNodeService(config: Config, log: Logger): Promise<Nod
   try {
     http = config.ioThreads > 1
       ? await startIoThreads({ config, log, store: node.store, storePath: nodeStorePath(config), sync: node.sync, capture, threads: config.ioThreads })
-      : await startNodeHttp({ config, log, store: node.store, sync: node.sync, capture: capture.handler, captureAppend: capture.append });
+      : await startNodeHttp({
+        config, log, store: node.store, sync: node.sync, capture: capture.handler, captureAppend: capture.append,
+        outboxStorage: () => ({ ...capture.outbox.storage(), payloadBytes: capture.outbox.bytes }),
+      });
   } catch (e) {
     await capture.close();
     ingestClient.close();

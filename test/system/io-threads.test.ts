@@ -33,12 +33,31 @@ function metric(text: string, name: string, labels = ''): number[] {
   return text.split('\n').filter((l) => l.startsWith(`${name}{`) && l.includes(labels)).map((l) => Number(l.split(' ').pop()));
 }
 
+/** The LMDB gauges: the store's map as configured (one mapping), files on disk, the outbox's payload. */
+function assertStorageMetrics(text: string, mapSize: number): void {
+  assert.deepEqual(metric(text, 'switchyard_node_lmdb_map_bytes', 'env="store"'), [mapSize]);
+  assert.ok(metric(text, 'switchyard_node_lmdb_file_bytes', 'env="store"')[0]! > 0);
+  assert.ok(metric(text, 'switchyard_node_lmdb_map_bytes', 'env="outbox"')[0]! >= 64 * 1024 ** 2);
+  assert.match(text, /^switchyard_node_capture_outbox_bytes \d+/m);
+}
+
+test('one IO thread: the same storage gauges on /metrics', async () => {
+  const c = await startCluster();
+  try {
+    const node = await c.startNode(c.tempDir(), { ioThreads: 1, lmdbMapSize: 128 * 1024 ** 2 });
+    await waitReady(node.http.url);
+    assertStorageMetrics((await fresh(`${node.http.url}/metrics`, 'GET')).text, 128 * 1024 ** 2);
+  } finally {
+    await c.close();
+  }
+});
+
 test('two IO threads share one port, the store, capture, usage, the feed limit and /metrics', async () => {
   const c = await startCluster();
   try {
     const t = c.t;
     await createFlag(c, { key: 'before', filters: { groups: [{ properties: [], rollout_percentage: 100 }] } });
-    const node = await c.startNode(c.tempDir(), { ioThreads: 2, definitionsRatePerMinute: 5 });
+    const node = await c.startNode(c.tempDir(), { ioThreads: 2, definitionsRatePerMinute: 5, lmdbMapSize: 256 * 1024 ** 2 });
     await waitReady(node.http.url);
     const flagsUrl = `${node.http.url}/flags/?v=2`;
     const ask = (d: string) => fresh(flagsUrl, 'POST', { token: t.projectKey, distinct_id: d });
@@ -64,6 +83,7 @@ test('two IO threads share one port, the store, capture, usage, the feed limit a
     assert.ok(perThread.every((n) => n > 0), `both threads answered: ${perThread.join(', ')}`);
     assert.equal(metric(after.text, 'switchyard_node_process_cpu_user_seconds_total').length, 0, 'labels-free process metrics are not summed per thread');
     assert.match(after.text, /^switchyard_node_process_cpu_user_seconds_total \d/m);
+    assertStorageMetrics(after.text, 256 * 1024 ** 2);
 
     // Usage counted on both threads is reported once, in full.
     await waitFor('usage pushed by both threads', async () => {

@@ -13,6 +13,7 @@
  * from the control plane answers 503 instead of filling its disk. The figure counts payload
  * bytes only, not LMDB page overhead.
  */
+import fs from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { prepareLmdbDir, restrictLmdbFiles } from '../store/files.js';
 import { Packr } from 'msgpackr';
@@ -58,10 +59,19 @@ export class Outbox {
   static open(opts: { path?: string; root?: RootDatabase; maxBytes: number }): Outbox {
     if (!opts.root && !opts.path) throw new Error('Outbox.open needs a path or a root database');
     if (!opts.root) prepareLmdbDir(opts.path!);
-    const root = opts.root ?? open({ path: opts.path! });
+    // The map reserved up front (one mapping): twice the payload bound covers LMDB's page overhead.
+    const root = opts.root ?? open({ path: opts.path!, mapSize: Math.max(64 * 1024 ** 2, 2 * opts.maxBytes + 64 * 1024 ** 2) });
     if (!opts.root) restrictLmdbFiles(opts.path!);
     const db = root.openDB<Buffer, number>({ name: 'capture_outbox', encoding: 'binary' });
     return new Outbox(root, db, !opts.root, opts.maxBytes);
+  }
+
+  /** The environment's size on disk and its map size, in bytes (/metrics). */
+  storage(): { fileBytes: number; mapBytes: number } {
+    const file = (this.root as unknown as { path?: string }).path;
+    let fileBytes = 0;
+    try { fileBytes = file ? fs.statSync(`${file}/data.mdb`).size : 0; } catch { fileBytes = 0; }
+    return { fileBytes, mapBytes: Number((this.root.getStats() as { mapSize?: number }).mapSize ?? 0) };
   }
 
   /** Bytes of stored payloads. */

@@ -38,6 +38,8 @@ export interface NodeHttpContext {
   syncState?: () => SyncState | undefined;
   /** Experience-continuity override records of /flags (continuity.ts); absent without a capture service. */
   continuity?: ContinuityRecorder;
+  /** The capture outbox's sizes (/metrics), when this node captures. */
+  outboxStorage?: () => { fileBytes: number; mapBytes: number; payloadBytes: number };
   /** On an IO thread: `/metrics` as the main thread renders it for every thread (http/io-threads.ts). */
   renderMetrics?: () => Promise<ProbeAnswer>;
 }

@@ -94,6 +94,7 @@ export async function startIoThreads(opts: IoThreadsOptions): Promise<NodeHttp> 
     const text = await metrics.render({
       revision: () => { try { return store.revision(); } catch { return 0; } },
       sync: syncState, poolQueueSize: () => 0, poolMode: 'inline',
+      storage: () => ({ store: store.storage(), outbox: opts.capture ? { ...opts.capture.outbox.storage(), payloadBytes: opts.capture.outbox.bytes } : undefined }),
     }, shares.map((s) => s.metrics));
     let continuity = '';
     if (shares.some((s) => s.continuity !== null)) {
@@ -113,6 +114,7 @@ export async function startIoThreads(opts: IoThreadsOptions): Promise<NodeHttp> 
     const worker = new Worker(threadFile(), { workerData: init });
     const rpc = new ThreadRpc(worker);
     const thread = { worker, rpc };
+    spawned.add(thread);
     rpc.serve('append', async (bytes) => {
       if (!opts.capture) throw new Error('this node does not capture');
       await opts.capture.appendPacked(new Uint8Array(bytes as ArrayBuffer));
@@ -122,7 +124,7 @@ export async function startIoThreads(opts: IoThreadsOptions): Promise<NodeHttp> 
     rpc.onNotice('usage', (m) => { for (const [org, n] of m.counts as [number, number][]) usage.addMany(org, n); });
     rpc.onNotice('listening', (m) => resolve({ thread, port: m.port as number }));
     worker.once('error', (e) => { log.error({ err: e, io_thread: index }, 'IO thread failed'); reject(e); });
-    worker.once('exit', (code) => { rpc.close(); if (code !== 0) reject(new Error(`IO thread ${index} exited with ${code}`)); });
+    worker.once('exit', (code) => { spawned.delete(thread); rpc.close(); if (code !== 0) reject(new Error(`IO thread ${index} exited with ${code}`)); });
   });
 
   // Each thread closes its sockets and ends itself; terminate() only if it does not within 5 s.
@@ -135,6 +137,12 @@ export async function startIoThreads(opts: IoThreadsOptions): Promise<NodeHttp> 
       clearTimeout(timer);
     }));
   };
+  // Store changes go to every thread from the moment it exists: one that starts serving while the
+  // next is still starting must not miss a change (its compiled projects are trusted until told).
+  const spawned = new Set<Thread>();
+  const unsubscribe = store.onApplied((revision, projectIds) => {
+    for (const t of spawned) t.rpc.notify('applied', { revision, projectIds: [...projectIds] });
+  });
   // A port bound as 0 joins no SO_REUSEPORT group (Linux), so port 0 is resolved here first; a
   // port taken meanwhile by someone else is retried with another.
   const wanted = opts.port ?? config.flagsPort;
@@ -150,12 +158,9 @@ export async function startIoThreads(opts: IoThreadsOptions): Promise<NodeHttp> 
     } catch (e) {
       await stopAll();
       threads.length = 0;
-      if (wanted !== 0 || attempt >= 4) throw e;
+      if (wanted !== 0 || attempt >= 4) { unsubscribe(); throw e; }
     }
   }
-  const unsubscribe = store.onApplied((revision, projectIds) => {
-    for (const t of threads) t.rpc.notify('applied', { revision, projectIds: [...projectIds] });
-  });
   let probes: ProbeServer | null = null;
   if (config.probePort !== null) {
     // The probes read the store (/_ready) and renderMetrics (/metrics) only; the rest is inert.

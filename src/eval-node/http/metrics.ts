@@ -42,6 +42,14 @@ export interface Gauges {
   sync?(): { lagRevisions?: number | null; connected?: boolean } | undefined;
   poolQueueSize(): number;
   poolMode: 'inline' | 'pool';
+  /** LMDB environments on disk and mapped (issue 17 item 3), and the capture outbox's payload. */
+  storage?(): StorageFigures;
+}
+
+/** Sizes in bytes of the node's LMDB environments. */
+export interface StorageFigures {
+  store: { fileBytes: number; mapBytes: number };
+  outbox?: { fileBytes: number; mapBytes: number; payloadBytes: number };
 }
 
 type CounterChild = ReturnType<Counter<'route' | 'status'>['labels']>;
@@ -67,6 +75,15 @@ export class Metrics {
   });
   private readonly queue = new Gauge({
     name: 'switchyard_node_eval_queue', help: 'Jobs waiting for an evaluation worker.', labelNames: ['mode'] as const, registers: [this.registry],
+  });
+  private readonly lmdbFile = new Gauge({
+    name: 'switchyard_node_lmdb_file_bytes', help: 'Size of an LMDB environment\'s data file (store, outbox).', labelNames: ['env'] as const, registers: [this.registry],
+  });
+  private readonly lmdbMap = new Gauge({
+    name: 'switchyard_node_lmdb_map_bytes', help: 'Map size reserved for an LMDB environment (address space; one mapping).', labelNames: ['env'] as const, registers: [this.registry],
+  });
+  private readonly outboxPayload = new Gauge({
+    name: 'switchyard_node_capture_outbox_bytes', help: 'Captured events waiting in the outbox (payload bytes; bounded by SWITCHYARD_MAX_OUTBOX_BYTES).', registers: [this.registry],
   });
   /** Registered the first time the sync client reports them (absent until known, never a made-up 0). */
   private lag: Gauge | null = null;
@@ -127,6 +144,16 @@ export class Metrics {
     this.revision.set(g.revision());
     this.queue.reset();
     this.queue.set({ mode: g.poolMode }, g.poolQueueSize());
+    const storage = g.storage?.();
+    if (storage) {
+      this.lmdbFile.set({ env: 'store' }, storage.store.fileBytes);
+      this.lmdbMap.set({ env: 'store' }, storage.store.mapBytes);
+      if (storage.outbox) {
+        this.lmdbFile.set({ env: 'outbox' }, storage.outbox.fileBytes);
+        this.lmdbMap.set({ env: 'outbox' }, storage.outbox.mapBytes);
+        this.outboxPayload.set(storage.outbox.payloadBytes);
+      }
+    }
     const sync = g.sync?.();
     if (sync?.lagRevisions !== undefined && sync.lagRevisions !== null) {
       this.lag ??= new Gauge({ name: 'switchyard_node_sync_lag_revisions', help: 'Revisions the node is behind the control plane.', registers: [this.registry] });

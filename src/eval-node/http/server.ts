@@ -50,6 +50,8 @@ export interface NodeHttpOptions {
   captureAppend?: (events: CapturedEvent[]) => Promise<void>;
   /** Port override (default `config.flagsPort`). */
   port?: number;
+  /** The capture outbox's sizes for /metrics (CaptureService.outbox). */
+  outboxStorage?: () => { fileBytes: number; mapBytes: number; payloadBytes: number };
   /**
    * Set by an IO thread (http/io-threads.ts; the main thread runs sync, capture and probes):
    * the shared feed limiter, `/metrics` rendered by the main thread, no process metrics and no
@@ -126,6 +128,7 @@ export async function startNodeHttp(opts: NodeHttpOptions): Promise<NodeHttp> {
     feed: new DefinitionsFeedCache(),
     feedLimiter: opts.ioThread?.feedLimiter ?? new TokenBuckets(config.definitionsRatePerMinute, 60_000),
     renderMetrics: opts.ioThread?.renderMetrics,
+    outboxStorage: opts.outboxStorage,
     geoipEnabled: bytes !== null,
     needsGeoip: (projectId) => engine.needsGeoip(projectId),
     syncState: opts.syncState ?? (opts.sync ? syncStateOf(opts.sync) : undefined),

@@ -19,6 +19,7 @@
  * definitions revision moves. Both checks work in read-only worker threads, which never see
  * {@link NodeStore.onApplied}.
  */
+import fs from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import type {
   CohortEntity, FeatureFlagEntity, GroupTypeMappingEntity, OrganizationEntity, PersonalApiKeyEntity, ProjectEntity,
@@ -94,7 +95,8 @@ export const TENANCY_CACHE_MAX = 10_000;
 /**
  * Opens (creating when writable) the LMDB environment at `path`.
  * `readOnly` opens an environment a writer already created (worker threads); its write
- * methods throw {@link StoreStateError}.
+ * methods throw {@link StoreStateError}. `mapSize` (bytes) reserves the map up front
+ * (config.lmdbMapSize: one mapping for the process' life).
  *
  * Read cost: the writer keeps the meta record in memory; a read-only store re-reads it (one
  * small get, ~0.5 µs, on a renewed read transaction) at most every {@link READ_REFRESH_MS}. Project, organization and key lookups are then memoised until the
@@ -103,11 +105,11 @@ export const TENANCY_CACHE_MAX = 10_000;
  * store's revision moved.
  * @throws when the directory holds an incompatible layout, or lmdb cannot open it.
  */
-export function openNodeStore(path: string, opts: { readOnly?: boolean } = {}): WritableNodeStore {
+export function openNodeStore(path: string, opts: { readOnly?: boolean; mapSize?: number } = {}): WritableNodeStore {
   const readOnly = opts.readOnly ?? false;
   let readErrors = 0;
   if (!readOnly) prepareLmdbDir(path);
-  const root: RootDatabase = open({ path, maxDbs: 16, readOnly, encoding: 'msgpack' });
+  const root: RootDatabase = open({ path, maxDbs: 16, readOnly, encoding: 'msgpack', ...(opts.mapSize ? { mapSize: opts.mapSize } : {}) });
   if (!readOnly) restrictLmdbFiles(path);
   const db = <V>(name: string, extra: { dupSort?: boolean } = {}): Database<V, GenKey> =>
     root.openDB<V, GenKey>({ name, encoding: 'msgpack', ...extra });
@@ -311,6 +313,12 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean } = {}): 
     onApplied(listener) {
       listeners.add(listener);
       return () => { listeners.delete(listener); };
+    },
+
+    storage() {
+      let fileBytes = 0;
+      try { fileBytes = fs.statSync(`${path}/data.mdb`).size; } catch { fileBytes = 0; }
+      return { fileBytes, mapBytes: Number((root.getStats() as { mapSize?: number }).mapSize ?? 0) };
     },
 
     relayApplied(revision, projectIds) {

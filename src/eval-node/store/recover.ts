@@ -16,7 +16,7 @@ import { openNodeStore, StoreStateError, type WritableNodeStore } from './lmdb.j
  * Logs at error level, with the reason and where the old store went, whenever it moves one.
  * @throws when a fresh store cannot be created either (permissions, disk).
  */
-export async function openCheckedStore(dir: string, log: Logger): Promise<WritableNodeStore> {
+export async function openCheckedStore(dir: string, log: Logger, mapSize?: number): Promise<WritableNodeStore> {
   const exists = fs.existsSync(path.join(dir, 'data.mdb'));
   const reason = exists ? (checkLmdbHeader(dir) ?? await probeStore(dir)) : null;
   if (reason !== null) {
@@ -24,11 +24,11 @@ export async function openCheckedStore(dir: string, log: Logger): Promise<Writab
     log.error({ path: dir, moved_to: aside, reason }, 'node store is damaged; moved it aside and rebuilding from the control plane');
   }
   try {
-    return openNodeStore(dir);
+    return openNodeStore(dir, { mapSize });
   } catch (e) {
     if (!(e instanceof StoreStateError)) throw e;
     const aside = moveStoreAside(dir);
     log.warn({ path: dir, moved_to: aside, reason: e.message }, 'node store has another layout; moved it aside and rebuilding from the control plane');
-    return openNodeStore(dir);
+    return openNodeStore(dir, { mapSize });
   }
 }

@@ -78,6 +78,8 @@ export interface NodeStore {
    * {@link onApplied} listeners. @throws StoreStateError on a writable store.
    */
   relayApplied(revision: number, projectIds: Set<number | null>): void;
+  /** The environment's size on disk (`data.mdb`) and its map size, in bytes (/metrics). */
+  storage(): { fileBytes: number; mapBytes: number };
   /** Closes the environment (waits for queued writes). */
   close(): Promise<void>;
 }
