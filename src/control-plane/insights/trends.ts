@@ -40,6 +40,10 @@ export const BREAKDOWN_NULL = '$$_posthog_breakdown_null_$$';
 /** Displays that answer one number per series (and breakdown value) instead of a time series. */
 export const AGGREGATED_DISPLAYS: ReadonlySet<string> = new Set(['ActionsTable', 'ActionsPie', 'ActionsBarValue', 'BoldNumber', 'WorldMap']);
 const DEFAULT_BREAKDOWN_LIMIT = 25;
+/** Most buckets one series may have (a year of hours is 8,784). */
+export const MAX_BUCKETS = 10_000;
+/** Shortest length of each interval, in ms (months and DST days are longer or shorter by a little). */
+const UNIT_MS: Readonly<Record<Interval, number>> = { hour: 3_600_000, day: 86_400_000, week: 604_800_000, month: 28 * 86_400_000 };
 const MAX_SERIES = 50;
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 const MATHS = new Set(['total', 'dau', 'unique_session', 'sum', 'avg', 'min', 'max', 'median']);
@@ -139,6 +143,8 @@ export async function runTrendsQuery(sql: Sql, project: QueryProject, query: Obj
     const [r] = await sql<{ at: Date }[]>`SELECT (${trunc(from)}) AT TIME ZONE ${tz} AS at`;
     from = r!.at;
   }
+  const span = (to.getTime() - from.getTime()) / UNIT_MS[interval];
+  if (span > MAX_BUCKETS) throw errors.validation(`The date range holds more than ${MAX_BUCKETS} ${interval}s: use a larger interval or a shorter range.`, 'dateRange');
   // Buckets travel as local wall-clock text, so nothing depends on this process' time zone.
   const buckets = (await sql<{ b: string }[]>`SELECT to_char(g, ${LOCAL_TEXT}) AS b FROM generate_series(${trunc(from)}, ${trunc(to)}, ${`1 ${interval}`}::interval) g`).map((r) => r.b);
   const bucketIndex = new Map(buckets.map((b, i) => [b, i]));

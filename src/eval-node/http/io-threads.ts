@@ -16,7 +16,8 @@
  * - the feed rate limit lives in shared memory (SharedTokenBuckets), counted once per project.
  *
  * Experience-continuity records are deduplicated per thread: a record two threads both write is
- * stored twice, which the control plane's upsert makes harmless.
+ * stored twice, which the control plane's upsert makes harmless. A thread that dies after start is
+ * logged and the others keep serving the port.
  */
 import net from 'node:net';
 import { Worker } from 'node:worker_threads';
@@ -31,7 +32,7 @@ import { FlagUsage } from './usage.js';
 import { SharedTokenBuckets } from './rate-limit.js';
 import { ThreadRpc } from './thread-rpc.js';
 import { renderContinuityMetrics, type ContinuityCounters } from './continuity.js';
-import type { ProbeAnswer } from './probes.js';
+import { storeMetrics, type ProbeAnswer } from './probes.js';
 import { startProbeServer, type ProbeServer } from './probe-server.js';
 import type { NodeHttpContext, SyncState } from './context.js';
 import type { NodeHttp } from './server.js';
@@ -102,11 +103,7 @@ export async function startIoThreads(opts: IoThreadsOptions): Promise<NodeHttp> 
       for (const s of shares) for (const k of Object.keys(sum) as (keyof ContinuityCounters)[]) sum[k] += s.continuity?.[k] ?? 0;
       continuity = renderContinuityMetrics(sum);
     }
-    let readErrors = 0;
-    try { readErrors = store.readErrors(); } catch { readErrors = 0; }
-    const storeText = '# HELP switchyard_node_store_read_errors_total Store reads that failed to decode (damaged pages); the node is not ready while above 0.\n'
-      + `# TYPE switchyard_node_store_read_errors_total counter\nswitchyard_node_store_read_errors_total ${readErrors}\n`;
-    return { status: 200, body: (text.endsWith('\n') ? text : `${text}\n`) + continuity + storeText, contentType: 'text/plain; version=0.0.4' };
+    return { status: 200, body: (text.endsWith('\n') ? text : `${text}\n`) + continuity + storeMetrics({ store }), contentType: 'text/plain; version=0.0.4' };
   };
 
   const spawn = (index: number, port: number): Promise<{ thread: Thread; port: number }> => new Promise((resolve, reject) => {

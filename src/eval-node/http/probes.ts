@@ -69,8 +69,8 @@ export function metricsHandler(ctx: NodeHttpContext): (res: HttpResponse, req: H
   };
 }
 
-/** `switchyard_node_store_read_errors_total` (Prometheus text). */
-function storeMetrics(ctx: NodeHttpContext): string {
+/** `switchyard_node_store_read_errors_total` (Prometheus text) of `store`. */
+export function storeMetrics(ctx: Pick<NodeHttpContext, 'store'>): string {
   let n = 0;
   try { n = ctx.store.readErrors(); } catch { n = 0; }
   return '# HELP switchyard_node_store_read_errors_total Store reads that failed to decode (damaged pages); the node is not ready while above 0.\n'

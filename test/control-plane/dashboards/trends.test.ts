@@ -133,6 +133,7 @@ test('dates follow the project time zone; invalid queries answer 400 naming the 
     [{ series: [{ kind: 'EventsNode', event: 'x' }], interval: 'minute' }, 'interval'],
     [{ series: [{ kind: 'EventsNode', event: 'x' }], dateRange: { date_from: 'yesterday' } }, 'dateRange'],
     [{ series: [{ kind: 'EventsNode', event: 'x' }], breakdownFilter: { breakdown: 'plan', breakdown_type: 'person' } }, 'breakdownFilter'],
+    [{ series: [{ kind: 'EventsNode', event: 'x' }], dateRange: { date_from: '-3y' }, interval: 'hour' }, 'dateRange'],
   ] as [Record<string, unknown>, string][]) {
     const r = await trends(query);
     assert.deepEqual([r.status, r.body.type, r.body.attr], [400, 'validation_error', attr], JSON.stringify(query));
