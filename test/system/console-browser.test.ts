@@ -77,6 +77,20 @@ test('the console: sign in, create and disable a flag the node serves, launch an
     assert.equal(served.metadata.payload, '{"banner": "new"}', 'the payload as typed');
     assert.equal((await ask('bob@other.test')).body.flags['console-flag'].enabled, false);
 
+    // An edit shows up in the activity with its diff; soft delete and restore from the flag's page.
+    await page.getByLabel('Roll out to', { exact: false }).fill('50');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+    await page.locator('ol.activity table.diff th', { hasText: 'filters' }).first().waitFor();
+    page.once('dialog', (d) => { void d.accept(); });
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await page.getByText('This flag is deleted').waitFor();
+    await page.getByRole('button', { name: 'Restore' }).click();
+    await page.getByRole('button', { name: 'Delete' }).waitFor();
+    await page.getByLabel('Roll out to', { exact: false }).fill('100');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await waitFor('the restored flag is served again', async () => (await ask('ann@example.com')).body?.flags?.['console-flag']?.enabled === true, { timeoutMs: 30_000 });
+
     // Disabled from the list: the node stops serving it. (A few more flags, as a project has.)
     await createFlag(c, { key: 'new-onboarding', name: 'Onboarding v2, 30 % of users', filters: { groups: [{ properties: [], rollout_percentage: 30 }] } });
     await createFlag(c, { key: 'pricing-page', name: 'Three pricing layouts', filters: { groups: [{ properties: [], rollout_percentage: 100 }],
