@@ -3,7 +3,7 @@
 NODE ?= node
 TEST_ARGS ?=
 
-.PHONY: all install build browser wrk start test bench bench-eval bench-regex bench-capture bench-propagation bench-experiments bench-blast-radius clean
+.PHONY: all install build browser wrk start test bench bench-eval bench-regex bench-capture bench-propagation bench-experiments bench-blast-radius bench-scale clean
 
 all: build
 
@@ -60,6 +60,9 @@ bench-propagation: build
 
 bench-experiments: build
 	$(NODE) dist/bench/experiments.js
+
+bench-scale: build
+	BENCH_PERSONS=$(or $(N),200000) $(NODE) dist/bench/scale.js
 
 bench-blast-radius: build
 	$(NODE) dist/bench/blast-radius.js
