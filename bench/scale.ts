@@ -52,6 +52,13 @@ async function until(what: string, check: () => Promise<boolean>): Promise<void>
   }
 }
 
+/** CPU time (user + system) of process `pid` so far, in seconds (/proc/<pid>/stat, 100 ticks/s). */
+function processCpuS(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
 /** Resident memory of `pid` in MB: total, anonymous, file-backed (/proc/<pid>/status). */
 function memory(pid: number): { rss: number; anon: number; file: number } {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -61,9 +68,9 @@ function memory(pid: number): { rss: number; anon: number; file: number } {
 
 interface Node { child: ChildProcess; url: string; stop(): Promise<void> }
 
-async function startNode(dataDir: string, controlPlane: string, clusterToken: string): Promise<Node> {
+async function startNode(dataDir: string, controlPlane: string, clusterToken: string, nodeArgs: string[] = []): Promise<Node> {
   const port = await freePort();
-  const child = spawn(process.execPath, [CLI, 'eval-node'], {
+  const child = spawn(process.execPath, [...nodeArgs, CLI, 'eval-node'], {
     env: { ...process.env, SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_FLAGS_PORT: String(port), SWITCHYARD_CONTROL_PLANE: controlPlane, SWITCHYARD_CLUSTER_TOKEN: clusterToken, SWITCHYARD_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -139,10 +146,18 @@ async function main(): Promise<void> {
     const restarted = memory(node.child.pid!);
 
     const t1 = performance.now();
-    const fresh = await startNode(path.join(dir, 'node-b'), controlPlane, config.clusterToken!);
+    const cpBefore = process.cpuUsage();
+    // BENCH_FRESH_NODE_ARGS: extra node flags for the bootstrapping node (e.g. --cpu-prof).
+    const fresh = await startNode(path.join(dir, 'node-b'), controlPlane, config.clusterToken!, (process.env.BENCH_FRESH_NODE_ARGS ?? '').split(' ').filter(Boolean));
     nodes.push(fresh);
-    await until('a fresh node ready', async () => (await revisionOf(fresh.url)) >= Number(head!.r));
+    let nodeCpuS = 0;
+    await until('a fresh node ready', async () => {
+      nodeCpuS = processCpuS(fresh.child.pid!);
+      return (await revisionOf(fresh.url)) >= Number(head!.r);
+    });
     const bootstrapS = seconds(t1);
+    const cpCpu = process.cpuUsage(cpBefore);
+    const cpCpuS = (cpCpu.user + cpCpu.system) / 1e6;
 
     const [pg] = await cp.sql<{ b: number }[]>`SELECT (pg_total_relation_size('persons') + pg_total_relation_size('person_distinct_ids')
       + pg_total_relation_size('change_log') + pg_total_relation_size('events'))::float8 AS b`;
@@ -153,7 +168,7 @@ async function main(): Promise<void> {
       '|---|---:|',
       `| accepted (200) | ${Math.round(PERSONS / acceptS).toLocaleString()} events/s (${acceptS.toFixed(1)} s; ${refused} refusals retried) |`,
       `| end to end: persons on the node | ${Math.round(PERSONS / endToEndS).toLocaleString()} persons/s (${endToEndS.toFixed(1)} s) |`,
-      `| fresh node ready (snapshot) | ${bootstrapS.toFixed(1)} s = ${Math.round(PERSONS / bootstrapS).toLocaleString()} persons/s |`,
+      `| fresh node ready (snapshot) | ${bootstrapS.toFixed(1)} s = ${Math.round(PERSONS / bootstrapS).toLocaleString()} persons/s; CPU meanwhile: node ${nodeCpuS.toFixed(1)} s, control plane ${cpCpuS.toFixed(1)} s |`,
       `| node RSS after the load: total / anon / file | ${loaded.rss.toFixed(0)} / ${loaded.anon.toFixed(0)} / ${loaded.file.toFixed(0)} MB |`,
       `| same node restarted | ${restarted.rss.toFixed(0)} / ${restarted.anon.toFixed(0)} / ${restarted.file.toFixed(0)} MB (after/restarted ${(loaded.rss / restarted.rss).toFixed(2)}×; target ≤ 1.3×) |`,
       `| LMDB file / map | ${(lmdbBytes / 2 ** 20).toFixed(0)} MB / ${(mapBytes / 2 ** 30).toFixed(0)} GiB; ${(lmdbBytes / PERSONS).toFixed(0)} B per person |`,
