@@ -48,6 +48,7 @@ const http = await startNodeHttp({
   log,
   store,
   port: init.port,
+  geoipBytes: init.geoipBytes,
   capture: init.withCapture ? (p, q, h, b) => handleCapture(p, q, h, b, {
     projectIdForToken: (token) => store.projectByToken(token)?.id ?? null,
     ready: () => store.hasCompleteSnapshot(),

@@ -36,7 +36,13 @@ export async function startTestControlPlane(overrides: Partial<Config> = {}): Pr
   const personalKey = newPersonalApiKey();
   const projectKey = newProjectApiKey();
   const config = testConfig({ bootstrapPersonalApiKey: personalKey, bootstrapProjectApiKey: projectKey, ...overrides });
-  const cp = await startControlPlane(config, createLogger('silent'), db.url);
+  let cp: ControlPlane;
+  try {
+    cp = await startControlPlane(config, createLogger('silent'), db.url);
+  } catch (e) {
+    await db.drop().catch(() => {});
+    throw e;
+  }
   const baseUrl = cp.http.url;
   return {
     db, cp, config, baseUrl, personalKey, projectKey,

@@ -57,9 +57,19 @@ export interface SystemCluster {
 }
 
 export async function startCluster(overrides: Partial<Config> = {}): Promise<SystemCluster> {
-  const grpcPort = await freePort();
-  const apiPort = await freePort();
-  const t = await startTestControlPlane({ grpcPort, apiPort, ...overrides });
+  // Free ports are picked before they are bound, so a suite running beside this one can take one
+  // in between (EADDRINUSE): pick again, a few times.
+  let grpcPort = 0;
+  let t: TestControlPlane | undefined;
+  for (let attempt = 0; t === undefined; attempt++) {
+    grpcPort = await freePort();
+    const apiPort = await freePort();
+    try {
+      t = await startTestControlPlane({ grpcPort, apiPort, ...overrides });
+    } catch (e) {
+      if (attempt >= 3 || !String((e as Error).message).includes('EADDRINUSE')) throw e;
+    }
+  }
   let grpc: GrpcServer | null = null; // a restarted server (the control plane's own is t.cp.grpc)
   let second: ControlPlane | null = null; // a control plane started again on the same database
   let ownStopped = false;

@@ -79,6 +79,7 @@ export async function startGrpcServer(deps: GrpcServerDeps): Promise<GrpcServer>
       });
     });
   } catch (err) {
+    server.forceShutdown(); // nothing bound: releases what the server holds, so the process can exit
     await feed.close();
     throw err;
   }

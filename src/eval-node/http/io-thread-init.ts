@@ -14,6 +14,8 @@ export interface IoThreadInit {
   /** The shared feed rate-limit table (SharedTokenBuckets). */
   limiter: SharedArrayBuffer;
   withCapture: boolean;
+  /** The GeoIP database, read once by the main thread into a SharedArrayBuffer (null = none). */
+  geoipBytes: Uint8Array | null;
 }
 
 /** How often an IO thread pushes its /flags usage counts to the main thread, in ms. */

@@ -13,7 +13,8 @@
  * - `/metrics`, whichever thread receives it, is rendered here: the process metrics, revision and
  *   sync gauges of this thread plus every thread's request counters and histograms, summed;
  * - the optional probe listener (`SWITCHYARD_PROBE_PORT`) runs here;
- * - the feed rate limit lives in shared memory (SharedTokenBuckets), counted once per project.
+ * - the feed rate limit lives in shared memory (SharedTokenBuckets), counted once per project;
+ * - the GeoIP database is read once into a SharedArrayBuffer that every thread's reader uses.
  *
  * Experience-continuity records are deduplicated per thread: a record two threads both write is
  * stored twice, which the control plane's upsert makes harmless. A thread that dies after start is
@@ -35,7 +36,7 @@ import { renderContinuityMetrics, type ContinuityCounters } from './continuity.j
 import { storeMetrics, type ProbeAnswer } from './probes.js';
 import { startProbeServer, type ProbeServer } from './probe-server.js';
 import type { NodeHttpContext, SyncState } from './context.js';
-import type { NodeHttp } from './server.js';
+import { loadGeoipOnce, type NodeHttp } from './server.js';
 import type { IoThreadInit } from './io-thread-init.js';
 import { TokenBuckets } from './rate-limit.js';
 import { DefinitionsFeedCache } from '../../feed/definitions-feed.js';
@@ -85,6 +86,7 @@ export async function startIoThreads(opts: IoThreadsOptions): Promise<NodeHttp> 
   const { config, store } = opts;
   const log = opts.log.child({ component: 'node-http' });
   const limiter = SharedTokenBuckets.allocate();
+  const geoipBytes = loadGeoipOnce(config, log); // one shared copy for every thread
   const usage = new FlagUsage();
   const metrics = new Metrics(true);
   const threads: Thread[] = [];
@@ -107,7 +109,7 @@ export async function startIoThreads(opts: IoThreadsOptions): Promise<NodeHttp> 
   };
 
   const spawn = (index: number, port: number): Promise<{ thread: Thread; port: number }> => new Promise((resolve, reject) => {
-    const init: IoThreadInit = { config, index, storePath: opts.storePath, port, limiter, withCapture: opts.capture !== undefined };
+    const init: IoThreadInit = { config, index, storePath: opts.storePath, port, limiter, withCapture: opts.capture !== undefined, geoipBytes };
     const worker = new Worker(threadFile(), { workerData: init });
     const rpc = new ThreadRpc(worker);
     const thread = { worker, rpc };

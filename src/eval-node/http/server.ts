@@ -50,6 +50,11 @@ export interface NodeHttpOptions {
   captureAppend?: (events: CapturedEvent[]) => Promise<void>;
   /** Port override (default `config.flagsPort`). */
   port?: number;
+  /**
+   * The GeoIP database already in shared memory ({@link loadGeoipOnce}; null = none): IO threads
+   * share the main thread's copy instead of reading 60 MB each. Default: read it here.
+   */
+  geoipBytes?: Uint8Array | null;
   /** The capture outbox's sizes for /metrics (CaptureService.outbox). */
   outboxStorage?: () => { fileBytes: number; mapBytes: number; payloadBytes: number };
   /**
@@ -78,15 +83,22 @@ export interface NodeHttp {
   close(): Promise<void>;
 }
 
-/** Opens the GeoIP database once; a missing or unreadable file disables GeoIP with a warning. */
-function openGeoip(config: Config, log: Logger): { geoip: Geoip; bytes: Uint8Array | null } {
+/**
+ * Reads the GeoIP database once into shared memory (the IO threads and pool workers use these
+ * same bytes); a missing or unreadable file disables GeoIP with a warning (null).
+ */
+export function loadGeoipOnce(config: Config, log: Logger): Uint8Array | null {
   try {
-    const bytes = loadGeoipBytes(config.geoipDbPath);
-    return { geoip: geoipFromBytes(bytes), bytes };
+    return loadGeoipBytes(config.geoipDbPath);
   } catch (e) {
     log.warn({ err: e, path: config.geoipDbPath }, 'GeoIP database unavailable; $geoip_* properties disabled');
-    return { geoip: NO_GEOIP, bytes: null };
+    return null;
   }
+}
+
+/** The reader over `bytes` (shared, not copied), or no GeoIP. */
+function openGeoip(bytes: Uint8Array | null): { geoip: Geoip; bytes: Uint8Array | null } {
+  return bytes === null ? { geoip: NO_GEOIP, bytes: null } : { geoip: geoipFromBytes(bytes), bytes };
 }
 
 function syncStateOf(sync: NonNullable<NodeHttpOptions['sync']>): () => SyncState {
@@ -100,7 +112,7 @@ function syncStateOf(sync: NonNullable<NodeHttpOptions['sync']>): () => SyncStat
 export async function startNodeHttp(opts: NodeHttpOptions): Promise<NodeHttp> {
   const { config, store } = opts;
   const log = opts.log.child({ component: 'node-http' });
-  const { geoip, bytes } = openGeoip(config, log);
+  const { geoip, bytes } = openGeoip(opts.geoipBytes !== undefined ? opts.geoipBytes : loadGeoipOnce(config, log));
   const engine = new FlagsEngine(store, geoip, true);
   // Swap compiled projects whole on every applied change; inline mode recompiles the projects it
   // was serving right away (next turn), so no request pays for a compile after a change.
