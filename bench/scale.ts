@@ -14,12 +14,14 @@
  * node as its own process (`switchyard eval-node`, so its memory is its own). Loopback only,
  * bounded: every wait gives up after BENCH_TIMEOUT_S (600).
  *
- * RESULTS (2026-11-25, 2 vCPU AMD EPYC, Node 20.20.2, 200,000 persons, node with 2 IO threads):
- * accepted 31,516 events/s; persons on the node 4,982/s end to end (40 s); a fresh node ready in
- * 7.1 s (28,238 persons/s); node RSS 550 MB after the load (352 anonymous, 198 file-backed) and
- * 241 MB restarted (191 / 50): 2.29×, target 1.3× not met — LMDB keeps one 16 GiB mapping now (the
- * map was grown in steps before, 13 mappings), so what remains is pages the load wrote (file) and
- * heap kept after applying the changes (anonymous); LMDB 624 B and Postgres 1,291 B per person.
+ * RESULTS (2026-11-25, 2 vCPU AMD EPYC, Node 20.20.2, 200,000 persons, node with 2 IO threads, two
+ * runs): accepted 31,500–45,800 events/s; persons on the node 5,000–7,000/s end to end; a fresh
+ * node ready in 5.7–7.1 s (28–35k persons/s; node CPU 5.5–6.2 s against the control plane's 2.0–2.2
+ * s: the node is the limit); node RSS 550–588 MB after the load (anonymous 352–370, file-backed
+ * ~200) and 179 MB restarted once the IO threads shared one GeoIP copy (241 MB before): the LMDB
+ * map is one 16 GiB mapping now (grown in steps before: 13 mappings), so what stays after a load
+ * is heap and native memory kept by the threads (anonymous) and pages the load wrote (file);
+ * LMDB 624–648 B and Postgres 1,291 B per person. Targets of issue 17 not met yet.
  * Not yet here (issue 17): /flags rates with 50 and 1,000 flags over stored persons, 1 M and 10 M.
  */
 import fs from 'node:fs';
