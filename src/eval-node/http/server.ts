@@ -7,6 +7,10 @@
  * Piscina pool of N workers that open the store's LMDB environment (`storePath`, default
  * `<dataDir>/lmdb`) read-only. The IO thread's compiled-project cache is dropped per project on
  * `store.onApplied`, so answers follow the store without per-request checks.
+ *
+ * The same server runs inside each IO thread of a multi-threaded node (`ioThread` option;
+ * http/io-threads.ts), where the main thread renders /metrics, holds the probe listener and the
+ * process metrics, and shares the feed limiter and the GeoIP bytes.
  */
 import path from 'node:path';
 import uWS from 'uWebSockets.js';
