@@ -16,7 +16,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { USAGE_PUSH_MS, type IoThreadInit } from '../src/eval-node/http/io-thread-init.js';
 import { createLogger } from '../src/log.js';
 import { openNodeStore } from '../src/eval-node/store/lmdb.js';
-import { startNodeHttp } from '../src/eval-node/http/server.js';
+import { startNodeHttp, type NodeHttp } from '../src/eval-node/http/server.js';
 import { SharedTokenBuckets } from '../src/eval-node/http/rate-limit.js';
 import { ThreadRpc, type WireError } from '../src/eval-node/http/thread-rpc.js';
 import { handleCapture } from '../src/eval-node/capture/handler.js';
@@ -28,6 +28,15 @@ const init = workerData as IoThreadInit;
 const rpc = new ThreadRpc(parentPort!);
 const log = createLogger(init.config.logLevel).child({ io_thread: init.index });
 const store = openNodeStore(init.storePath, { readOnly: true });
+let httpRef: NodeHttp | null = null;
+// An uncaught error ends this thread, but never with uWS sockets open (that aborts the whole
+// process): close them, then exit 1 so the main thread starts a replacement.
+const fail = (err: unknown): void => {
+  log.error({ err }, 'IO thread failed; closing its sockets');
+  void Promise.resolve(httpRef?.close()).catch(() => undefined).finally(() => process.exit(1));
+};
+process.on('uncaughtException', fail);
+process.on('unhandledRejection', fail);
 // Listening for store changes before serving anything: the HTTP layer subscribes to the store.
 rpc.onNotice('applied', (m) => store.relayApplied(m.revision as number, new Set(m.projectIds as (number | null)[])));
 
@@ -61,6 +70,9 @@ const http = await startNodeHttp({
     renderMetrics: () => rpc.call<ProbeAnswer>('metrics'),
   },
 });
+
+httpRef = http;
+if (init.testHooks) rpc.serve('test:crash', () => { setTimeout(() => { throw new Error('crash injected by a test'); }, 0); return true; });
 
 const pushUsage = (): void => {
   const counts = http.usage.takeUsage();

@@ -16,6 +16,8 @@ export interface IoThreadInit {
   withCapture: boolean;
   /** The GeoIP database, read once by the main thread into a SharedArrayBuffer (null = none). */
   geoipBytes: Uint8Array | null;
+  /** Fault injection for tests: the thread answers the `test:crash` call by throwing uncaught. */
+  testHooks: boolean;
 }
 
 /** How often an IO thread pushes its /flags usage counts to the main thread, in ms. */

@@ -17,8 +17,10 @@
  * - the GeoIP database is read once into a SharedArrayBuffer that every thread's reader uses.
  *
  * Experience-continuity records are deduplicated per thread: a record two threads both write is
- * stored twice, which the control plane's upsert makes harmless. A thread that dies after start is
- * logged and the others keep serving the port.
+ * stored twice, which the control plane's upsert makes harmless. A thread hit by an uncaught
+ * error closes its sockets and ends (an IO thread ending with uWS sockets open would abort the
+ * whole process); the main thread starts a new one on the same port, and the others serve
+ * meanwhile.
  */
 import net from 'node:net';
 import { Worker } from 'node:worker_threads';
@@ -57,6 +59,16 @@ export interface IoThreadsOptions {
   threads: number;
   /** Port override (default `config.flagsPort`). */
   port?: number;
+  /** Tests: enables {@link IoThreadsHttp.crashForTest}. */
+  testHooks?: boolean;
+}
+
+/** The node's HTTP over IO threads: {@link NodeHttp} plus the threads' supervision. */
+export interface IoThreadsHttp extends NodeHttp {
+  /** Threads that ended on their own and were replaced. */
+  restarts(): number;
+  /** Tests (`testHooks`): makes thread `index` throw an uncaught error. */
+  crashForTest(index: number): Promise<void>;
 }
 
 /** Compiled entry of an IO thread (under dist/). */
@@ -82,7 +94,7 @@ function freeLoopbackPort(host: string): Promise<number> {
  * Starts `threads` IO threads on the node's port. Resolves once every thread listens.
  * @throws when a thread cannot start or bind (the others are stopped).
  */
-export async function startIoThreads(opts: IoThreadsOptions): Promise<NodeHttp> {
+export async function startIoThreads(opts: IoThreadsOptions): Promise<IoThreadsHttp> {
   const { config, store } = opts;
   const log = opts.log.child({ component: 'node-http' });
   const limiter = SharedTokenBuckets.allocate();
@@ -93,7 +105,10 @@ export async function startIoThreads(opts: IoThreadsOptions): Promise<NodeHttp> 
   const syncState = opts.sync ? (): SyncState => { const s = opts.sync!.state(); return { lagRevisions: s.lag, connected: s.connected }; } : undefined;
 
   const renderMetrics = async (): Promise<ProbeAnswer> => {
-    const shares = await Promise.all(threads.map((t) => t.rpc.call<{ metrics: MetricsJson; continuity: ContinuityCounters | null }>('metricsJson')));
+    // Live threads only: a thread being replaced is missing from one scrape (its counters restart).
+    const live = threads.filter((t) => spawned.has(t));
+    const shares = (await Promise.all(live.map((t) => t.rpc.call<{ metrics: MetricsJson; continuity: ContinuityCounters | null }>('metricsJson').catch(() => null))))
+      .filter((x): x is { metrics: MetricsJson; continuity: ContinuityCounters | null } => x !== null);
     const text = await metrics.render({
       revision: () => { try { return store.revision(); } catch { return 0; } },
       sync: syncState, poolQueueSize: () => 0, poolMode: 'inline',
@@ -109,7 +124,7 @@ export async function startIoThreads(opts: IoThreadsOptions): Promise<NodeHttp> 
   };
 
   const spawn = (index: number, port: number): Promise<{ thread: Thread; port: number }> => new Promise((resolve, reject) => {
-    const init: IoThreadInit = { config, index, storePath: opts.storePath, port, limiter, withCapture: opts.capture !== undefined, geoipBytes };
+    const init: IoThreadInit = { config, index, storePath: opts.storePath, port, limiter, withCapture: opts.capture !== undefined, geoipBytes, testHooks: opts.testHooks === true };
     const worker = new Worker(threadFile(), { workerData: init });
     const rpc = new ThreadRpc(worker);
     const thread = { worker, rpc };
@@ -123,19 +138,42 @@ export async function startIoThreads(opts: IoThreadsOptions): Promise<NodeHttp> 
     rpc.onNotice('usage', (m) => { for (const [org, n] of m.counts as [number, number][]) usage.addMany(org, n); });
     rpc.onNotice('listening', (m) => resolve({ thread, port: m.port as number }));
     worker.once('error', (e) => { log.error({ err: e, io_thread: index }, 'IO thread failed'); reject(e); });
-    worker.once('exit', (code) => { spawned.delete(thread); rpc.close(); if (code !== 0) reject(new Error(`IO thread ${index} exited with ${code}`)); });
+    worker.once('exit', (code) => {
+      spawned.delete(thread);
+      rpc.close();
+      if (code !== 0) reject(new Error(`IO thread ${index} exited with ${code}`));
+      if (!closed && started) replace(index, thread);
+    });
   });
 
-  // Each thread closes its sockets and ends itself; terminate() only if it does not within 5 s.
-  const stopAll = async (): Promise<void> => {
-    await Promise.all(threads.map(async (t) => {
-      const exited = new Promise<void>((resolve) => t.worker.once('exit', () => resolve()));
-      await t.rpc.call('close').catch(() => undefined);
-      const timer = setTimeout(() => { void t.worker.terminate(); }, 5_000);
-      await exited;
-      clearTimeout(timer);
-    }));
+  // A thread that ends on its own after start (an uncaught error: the thread closes its sockets
+  // and exits 1, workers/io-thread.ts) is replaced on the same port; the others serve meanwhile.
+  let started = false;
+  let closed = false;
+  let restarts = 0;
+  const replace = (index: number, dead: Thread): void => {
+    restarts++;
+    log.error({ io_thread: index, restarts }, 'IO thread ended unexpectedly; starting a new one');
+    setTimeout(() => {
+      if (closed) return;
+      spawn(index, port).then(({ thread }) => {
+        const at = threads.indexOf(dead);
+        if (at >= 0) threads[at] = thread; else threads.push(thread);
+        if (closed) void stopOne(thread);
+      }, (e: unknown) => log.error({ err: e, io_thread: index }, 'IO thread could not be restarted'));
+    }, Math.min(5_000, 100 * restarts)).unref();
   };
+
+  // Each thread closes its sockets and ends itself; terminate() only if it does not within 5 s.
+  const stopOne = async (t: Thread): Promise<void> => {
+    if (!spawned.has(t)) return;
+    const exited = new Promise<void>((resolve) => t.worker.once('exit', () => resolve()));
+    await t.rpc.call('close').catch(() => undefined);
+    const timer = setTimeout(() => { void t.worker.terminate(); }, 5_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  const stopAll = async (): Promise<void> => { await Promise.all(threads.map(stopOne)); };
   // Store changes go to every thread from the moment it exists: one that starts serving while the
   // next is still starting must not miss a change (its compiled projects are trusted until told).
   const spawned = new Set<Thread>();
@@ -176,7 +214,7 @@ export async function startIoThreads(opts: IoThreadsOptions): Promise<NodeHttp> 
     }
   }
   log.info({ port, io_threads: opts.threads }, 'evaluation node HTTP listening');
-  let closed = false;
+  started = true;
   return {
     port,
     probePort: probes?.port ?? null,
@@ -184,6 +222,11 @@ export async function startIoThreads(opts: IoThreadsOptions): Promise<NodeHttp> 
     usage,
     metrics,
     mode: 'inline',
+    restarts: () => restarts,
+    async crashForTest(index) {
+      if (!opts.testHooks) throw new Error('testHooks is off');
+      await threads[index]?.rpc.call('test:crash').catch(() => undefined);
+    },
     async close(): Promise<void> {
       if (closed) return;
       closed = true;

@@ -20,6 +20,7 @@ export class ThreadRpc {
   private readonly handlers = new Map<string, Handler>();
   private readonly noticeHandlers = new Map<string, (message: Record<string, unknown>) => void>();
   private readonly listener = (m: Record<string, unknown>): void => this.receive(m);
+  private closedReason: string | null = null;
 
   constructor(private readonly port: Port) {
     port.on('message', this.listener);
@@ -27,6 +28,7 @@ export class ThreadRpc {
 
   /** Calls `op` on the other side. Rejects with a {@link WireError}. */
   call<T>(op: string, payload?: unknown, transfer?: ArrayBuffer[]): Promise<T> {
+    if (this.closedReason !== null) return Promise.reject({ name: 'Error', message: this.closedReason } satisfies WireError);
     const id = this.next++;
     return new Promise<T>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
@@ -49,8 +51,9 @@ export class ThreadRpc {
     this.noticeHandlers.set(notice, handler);
   }
 
-  /** Rejects every pending call (the other side is gone) and stops listening. */
+  /** Rejects every pending and later call (the other side is gone) and stops listening. */
   close(reason = 'thread stopped'): void {
+    this.closedReason = reason;
     this.port.off('message', this.listener);
     for (const p of this.pending.values()) p.reject({ name: 'Error', message: reason });
     this.pending.clear();
