@@ -36,6 +36,7 @@ import { startControlPlane } from '../src/control-plane/index.js';
 import { newPersonalApiKey } from '../src/control-plane/keys/tokens.js';
 import { freePort } from '../test/support/ports.js';
 import { startBenchDatabase } from './database.js';
+import { processCpuUs } from './proc.js';
 
 const PERSONS = Number(process.env.BENCH_PERSONS ?? 200_000);
 const PER_REQUEST = 500;
@@ -52,13 +53,6 @@ async function until(what: string, check: () => Promise<boolean>): Promise<void>
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
-}
-
-/** CPU time (user + system) of process `pid` so far, in seconds (/proc/<pid>/stat, 100 ticks/s). */
-function processCpuS(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100;
 }
 
 /** Resident memory of `pid` in MB: total, anonymous, file-backed (/proc/<pid>/status). */
@@ -154,7 +148,7 @@ async function main(): Promise<void> {
     nodes.push(fresh);
     let nodeCpuS = 0;
     await until('a fresh node ready', async () => {
-      nodeCpuS = processCpuS(fresh.child.pid!);
+      nodeCpuS = processCpuUs(fresh.child.pid!) / 1e6;
       return (await revisionOf(fresh.url)) >= Number(head!.r);
     });
     const bootstrapS = seconds(t1);
