@@ -71,6 +71,7 @@ export async function measureIoThreads(dir: string, world: World): Promise<IoRow
   return rows;
 }
 
+/** Prints the `io` rows as a Markdown table, with each node row's ratio to the bare uWS row of the same threads and the 2-vs-1-thread ratio. */
 export function reportIo(rows: IoRow[]): void {
   console.log(`\nIO threads: POST /flags?v=2, 50 flags, ${WRK ? 'wrk (1 thread)' : 'autocannon'}, ${CONNECTIONS} connections, ${DURATION_S}s after ${WARMUP_S}s warm-up; server and load generator are separate processes on the same ${os.availableParallelism()} vCPUs`);
   console.log('| run | req/s | p50 ms | p99 ms | non-2xx | server CPU µs/req | generator CPU µs/req | vs uWS ceiling, same threads |');

@@ -47,7 +47,7 @@ async function append(events: CapturedEvent[]): Promise<void> {
     await rpc.call('append', bytes, [bytes]);
   } catch (e) {
     const w = e as WireError;
-    if (w.name === 'OutboxFullError') throw new OutboxFullError(Number(w.data));
+    if (w.name === 'OutboxFullError') throw new OutboxFullError(Number(w.data?.maxBytes));
     throw new Error(w.message);
   }
 }

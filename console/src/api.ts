@@ -14,7 +14,9 @@ export class ApiFailure extends Error {
   }
 }
 
+/** The signed-in personal API key, or null. */
 export function storedKey(): string | null { return sessionStorage.getItem(KEY); }
+/** Id of the project the console works in (the key's first project; 0 before sign-in). */
 export function projectId(): number { return Number(sessionStorage.getItem(PROJECT) ?? 0); }
 
 /** Signs in: checks the key by listing its projects and keeps the first. @throws ApiFailure. */
@@ -28,6 +30,7 @@ export async function signIn(key: string): Promise<void> {
   sessionStorage.setItem(PROJECT, String(first.id));
 }
 
+/** Forgets the key and the project (this tab only). */
 export function signOut(): void {
   sessionStorage.removeItem(KEY);
   sessionStorage.removeItem(PROJECT);

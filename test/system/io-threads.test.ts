@@ -8,26 +8,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import crypto from 'node:crypto';
 import { waitFor } from '../support/wait.js';
+import { onNewConnection } from '../support/http.js';
 import { createFlag, startCluster, waitForEventsOnce, waitReady } from './support.js';
 import { USAGE_PUSH_MS } from '../../src/eval-node/http/io-thread-init.js';
-
-/** One request on a new TCP connection (so the kernel picks a thread for each). */
-function fresh(url: string, method: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const data = body === undefined ? undefined : JSON.stringify(body);
-    const req = http.request(url, { method, agent: false, headers: { connection: 'close', ...(data ? { 'content-type': 'application/json' } : {}), ...headers } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => { text += c; });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-    });
-    req.on('error', reject);
-    req.end(data);
-  });
-}
 
 function metric(text: string, name: string, labels = ''): number[] {
   return text.split('\n').filter((l) => l.startsWith(`${name}{`) && l.includes(labels)).map((l) => Number(l.split(' ').pop()));
@@ -46,7 +31,7 @@ test('one IO thread: the same storage gauges on /metrics', async () => {
   try {
     const node = await c.startNode(c.tempDir(), { ioThreads: 1, lmdbMapSize: 128 * 1024 ** 2 });
     await waitReady(node.http.url);
-    assertStorageMetrics((await fresh(`${node.http.url}/metrics`, 'GET')).text, 128 * 1024 ** 2);
+    assertStorageMetrics((await onNewConnection(`${node.http.url}/metrics`, 'GET')).text, 128 * 1024 ** 2);
   } finally {
     await c.close();
   }
@@ -60,7 +45,7 @@ test('two IO threads share one port, the store, capture, usage, the feed limit a
     const node = await c.startNode(c.tempDir(), { ioThreads: 2, definitionsRatePerMinute: 5, lmdbMapSize: 256 * 1024 ** 2 });
     await waitReady(node.http.url);
     const flagsUrl = `${node.http.url}/flags/?v=2`;
-    const ask = (d: string) => fresh(flagsUrl, 'POST', { token: t.projectKey, distinct_id: d });
+    const ask = (d: string) => onNewConnection(flagsUrl, 'POST', { token: t.projectKey, distinct_id: d });
     await waitFor('the node serves the first flag', async () => JSON.parse((await ask('probe')).text).flags?.before?.enabled === true, { timeoutMs: 30_000 });
 
     // A change after start reaches both threads.
@@ -68,7 +53,7 @@ test('two IO threads share one port, the store, capture, usage, the feed limit a
     await waitFor('a thread serves the new flag', async () => JSON.parse((await ask('probe')).text).flags?.after?.enabled === true, { timeoutMs: 30_000 });
     await new Promise((r) => setTimeout(r, 3 * USAGE_PUSH_MS)); // the probes' counts arrive, then are dropped
     node.http.usage.takeUsage();
-    const before = await fresh(`${node.http.url}/metrics`, 'GET');
+    const before = await onNewConnection(`${node.http.url}/metrics`, 'GET');
     const flagsBefore = metric(before.text, 'switchyard_node_http_requests_total', 'route="flags",status="200"').reduce((a, b) => a + b, 0);
     const N = 60;
     for (let i = 0; i < N; i++) {
@@ -76,7 +61,7 @@ test('two IO threads share one port, the store, capture, usage, the feed limit a
       assert.equal(r.status, 200);
       assert.equal(JSON.parse(r.text).flags.after.enabled, true, 'every thread knows the new flag');
     }
-    const after = await fresh(`${node.http.url}/metrics`, 'GET');
+    const after = await onNewConnection(`${node.http.url}/metrics`, 'GET');
     assert.equal(metric(after.text, 'switchyard_node_http_requests_total', 'route="flags",status="200"').reduce((a, b) => a + b, 0) - flagsBefore, N, '/metrics sums the threads');
     const perThread = metric(after.text, 'switchyard_node_io_thread_requests_total');
     assert.equal(perThread.length, 2, 'one series per thread');
@@ -98,7 +83,7 @@ test('two IO threads share one port, the store, capture, usage, the feed limit a
     for (let i = 0; i < 20; i++) {
       const batch = Array.from({ length: 5 }, (_, k) => ({ uuid: crypto.randomUUID(), event: 'threaded', distinct_id: `cap-${i}-${k}`, properties: {} }));
       uuids.push(...batch.map((e) => e.uuid));
-      const r = await fresh(`${node.http.url}/batch/`, 'POST', { api_key: t.projectKey, batch });
+      const r = await onNewConnection(`${node.http.url}/batch/`, 'POST', { api_key: t.projectKey, batch });
       assert.equal(r.status, 200, r.text);
     }
     await waitForEventsOnce(t, uuids);
@@ -107,7 +92,7 @@ test('two IO threads share one port, the store, capture, usage, the feed limit a
     const feedKey = t.personalKey; // known to the node since its snapshot
     const statuses: number[] = [];
     for (let i = 0; i < 8; i++) {
-      statuses.push((await fresh(`${node.http.url}/api/feature_flag/local_evaluation?token=${t.projectKey}`, 'GET', undefined, { authorization: `Bearer ${feedKey}` })).status);
+      statuses.push((await onNewConnection(`${node.http.url}/api/feature_flag/local_evaluation?token=${t.projectKey}`, 'GET', undefined, { authorization: `Bearer ${feedKey}` })).status);
     }
     assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429, 429, 429]);
   } finally {

@@ -5,10 +5,14 @@
  */
 import type { JSX } from 'preact';
 
+/** One filter row of a condition set as the form edits it (`value` is text; lists are comma-separated). */
 export interface Property { key: string; operator: string; value: string; type: 'person' | 'cohort' }
+/** One condition set (`filters.groups[i]`): its filters and rollout percentage (0–100). */
 export interface ConditionSet { properties: Property[]; rollout_percentage: number }
+/** One variant of a multivariate flag: key and rollout percentage (0–100). */
 export interface Variant { key: string; rollout_percentage: number }
 
+/** Person-property operators the editor offers (a subset of PostHog's). */
 export const OPERATORS = ['exact', 'is_not', 'icontains', 'not_icontains', 'regex', 'not_regex', 'gt', 'gte', 'lt', 'lte', 'is_set', 'is_not_set'];
 
 function field<T>(list: T[], i: number, patch: Partial<T>): T[] {
@@ -18,6 +22,7 @@ function field<T>(list: T[], i: number, patch: Partial<T>): T[] {
 const num = (e: JSX.TargetedEvent<HTMLInputElement>) => Number(e.currentTarget.value);
 const str = (e: JSX.TargetedEvent<HTMLInputElement | HTMLSelectElement>) => e.currentTarget.value;
 
+/** Editor of the condition sets; calls `onChange` with the whole new list on every edit. */
 export function ConditionSets({ groups, onChange }: { groups: ConditionSet[]; onChange(g: ConditionSet[]): void }) {
   return (
     <fieldset>
@@ -50,6 +55,7 @@ export function ConditionSets({ groups, onChange }: { groups: ConditionSet[]; on
   );
 }
 
+/** Editor of the variants and of each one's JSON payload (`true` for a boolean flag). */
 export function Variants({ variants, payloads, onChange, onPayloads }: { variants: Variant[]; payloads: Record<string, string>; onChange(v: Variant[]): void; onPayloads(p: Record<string, string>): void }) {
   const keys = variants.length > 0 ? variants.map((v) => v.key) : ['true'];
   return (

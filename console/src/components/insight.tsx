@@ -9,6 +9,7 @@ interface Series { label: string; breakdown_value?: string; data: number[]; days
 
 const COLORS = ['#1d4aff', '#f04f58', '#2dbd7a', '#ff9f1c', '#8e44ad', '#0fa3b1'];
 
+/** A uPlot line chart of `series` over `days` (`YYYY-MM-DD` or `YYYY-MM-DD HH:MM:SS`, UTC), with a text alternative. */
 export function LineChart({ days, series, title }: { days: string[]; series: { label: string; data: number[] }[]; title: string }) {
   const ref = useRef<HTMLDivElement>(null);
   useEffect(() => {
@@ -24,6 +25,7 @@ export function LineChart({ days, series, title }: { days: string[]; series: { l
   return <div ref={ref} class="chart" role="img" aria-label={`${title}: ${series.map((s) => `${s.label} ${s.data.reduce((a, b) => a + b, 0)}`).join(', ')}`} />;
 }
 
+/** An insight's result: a line chart for a time series, a table for an aggregated display or a single day. */
 export function Insight({ name, result }: { name: string; query?: unknown; result: Series[] | null }) {
   if (!Array.isArray(result)) return <div class="tile"><h3>{name}</h3><p class="hint">No result.</p></div>;
   // A single day draws no line: it is shown as a table like an aggregated display.

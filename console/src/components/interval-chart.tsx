@@ -6,6 +6,7 @@
  */
 export interface VariantResult { key: string; interval: [number, number] | null; significant: boolean; label: string }
 
+/** The chart: one row per variant, the baseline first (no interval), intervals as fractions (0.1 = +10 %). */
 export function IntervalChart({ rows, caption }: { rows: VariantResult[]; caption: string }) {
   const bounds = rows.flatMap((r) => r.interval ?? []);
   const span = Math.max(0.05, ...bounds.map((b) => Math.abs(b))) * 1.15;

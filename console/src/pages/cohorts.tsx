@@ -6,6 +6,7 @@ import { OPERATORS } from '../components/condition-sets.js';
 
 interface Cohort { id: number; name: string; is_static: boolean; count: number | null; is_calculating: boolean }
 
+/** The cohorts page. */
 export function CohortList() {
   const list = useLoad(() => api<{ results: Cohort[] }>('GET', '/p/cohorts/?limit=200'), []);
   const [name, setName] = useState('');

@@ -5,6 +5,7 @@ import { useLoad } from '../components/use-load.js';
 
 interface Definition { id: string; name: string; volume_30_day: number | null; last_seen_at: string | null; description?: string | null }
 
+/** The event definitions page. */
 export function EventDefinitions() {
   const [search, setSearch] = useState('');
   const list = useLoad(() => api<{ count: number; results: Definition[] }>('GET', `/p/event_definitions/?limit=200${search ? `&search=${encodeURIComponent(search)}` : ''}`), [search]);

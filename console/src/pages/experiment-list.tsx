@@ -5,6 +5,7 @@ import { useLoad } from '../components/use-load.js';
 
 interface Experiment { id: number; name: string; feature_flag_key: string; status: string; start_date: string | null; end_date: string | null; archived: boolean }
 
+/** The experiments page: a status filter over the list. */
 export function ExperimentList() {
   const [status, setStatus] = useState('');
   const { data, error } = useLoad(() => api<{ results: Experiment[] }>('GET', '/p/experiments/?limit=200'), []);

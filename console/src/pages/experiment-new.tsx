@@ -15,6 +15,7 @@ function toMetric(m: MetricForm) {
     : { kind: 'ExperimentMetric', metric_type: 'funnel', name: steps.join(' → '), series: steps.map((event) => ({ kind: 'EventsNode', event })) };
 }
 
+/** The new-experiment form; goes to the experiment once created. */
 export function ExperimentNew() {
   const [name, setName] = useState('');
   const [flagKey, setFlagKey] = useState('');

@@ -75,6 +75,7 @@ function MetricResult({ experiment, metric }: { experiment: Experiment; metric: 
   );
 }
 
+/** One experiment's page: lifecycle buttons, results per metric, exposures. */
 export function ExperimentView({ id }: { id: number }) {
   const x = useLoad(() => api<Experiment>('GET', `/p/experiments/${id}/`), [id]);
   const [error, setError] = useState<string | null>(null);

@@ -42,6 +42,7 @@ function toFilters(groups: ConditionSet[], variants: Variant[], payloads: Record
 
 interface Activity { results: { activity: string; created_at: string; user: { first_name: string; email: string | null }; detail: { changes: { field: string; before: unknown; after: unknown }[] | null } }[] }
 
+/** A flag's page (`id` null: a new flag). */
 export function FlagEdit({ id }: { id: number | null }) {
   const flag = useLoad(() => (id === null ? Promise.resolve(null) : api<Flag>('GET', `/p/feature_flags/${id}/`)), [id]);
   const [key, setKey] = useState('');

@@ -5,6 +5,7 @@ import { useLoad } from '../components/use-load.js';
 
 interface Flag { id: number; key: string; name: string; active: boolean; status: string; rollout_percentage: number | null; filters: { multivariate?: { variants: unknown[] } | null } }
 
+/** The flags page. */
 export function FlagList() {
   const [search, setSearch] = useState('');
   const [active, setActive] = useState('');

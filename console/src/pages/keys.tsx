@@ -7,6 +7,7 @@ interface Key { id: string; label: string; mask_value: string; scopes: string[];
 
 const SCOPES = ['feature_flag', 'experiment', 'cohort', 'event_definition', 'activity_log', 'dashboard', 'insight', 'query', 'project', 'user'];
 
+/** The personal API keys page. */
 export function Keys() {
   const list = useLoad(() => api<Key[]>('GET', '/api/personal_api_keys/'), []);
   const [label, setLabel] = useState('');

@@ -2,6 +2,7 @@
 import { useState } from 'preact/hooks';
 import { signIn } from '../api.js';
 
+/** The sign-in form; calls `onDone` once the key is kept. */
 export function SignIn({ onDone }: { onDone(): void }) {
   const [key, setKey] = useState('');
   const [error, setError] = useState<string | null>(null);

@@ -26,8 +26,9 @@ import { serializeDashboard, serializeDashboardBasic, serializeInsight, type Ins
 
 type Obj = JsonObject;
 const NAME_MAX = 400;
-/** Activity scopes. */
+/** Activity scope of dashboards. */
 export const DASHBOARD_ACTIVITY_SCOPE = 'Dashboard';
+/** Activity scope of insights. */
 export const INSIGHT_ACTIVITY_SCOPE = 'Insight';
 
 /** The project an operation runs in (its time zone draws the results). */
@@ -86,6 +87,19 @@ function validateInsight(raw: unknown): InsightInput {
   if ('favorited' in b) out.favorited = boolField(b.favorited, 'favorited')!;
   if ('deleted' in b) out.deleted = boolField(b.deleted, 'deleted')!;
   return out;
+}
+
+/**
+ * Locks row `id` of `table` for an update in `tx` and reads it with `read`. A deleted row is found
+ * only by the update that restores it (`deleted: false`). @throws ApiError 404.
+ */
+async function lockForUpdate<T extends { deleted: boolean }>(tx: Tx, table: 'dashboards' | 'insights', projectId: number, id: number,
+  deleted: boolean | undefined, read: (tx: Tx, projectId: number, ids: number[]) => Promise<Map<number, T>>): Promise<T> {
+  const [locked] = await tx`SELECT 1 FROM ${tx(table)} WHERE project_id = ${projectId} AND id = ${id} FOR UPDATE`;
+  if (!locked) throw errors.notFound();
+  const row = (await read(tx, projectId, [id])).get(id)!;
+  if (row.deleted && deleted !== false) throw errors.notFound();
+  return row;
 }
 
 const dashboardAudit = (r: DashboardRow): Obj => ({ name: r.name, description: r.description, pinned: r.pinned, filters: r.filters, tags: r.tags, deleted: r.deleted });
@@ -165,10 +179,7 @@ export class DashboardService {
   async updateDashboard(project: ProjectRef, userId: number, id: number, body: unknown): Promise<Obj> {
     const input = validateDashboard(body);
     const row = await this.sql.begin(async (tx) => {
-      const [locked] = await tx`SELECT 1 FROM dashboards WHERE project_id = ${project.id} AND id = ${id} FOR UPDATE`;
-      if (!locked) throw errors.notFound();
-      const before = (await getDashboards(tx, project.id, [id])).get(id)!;
-      if (before.deleted && input.deleted !== false) throw errors.notFound();
+      const before = await lockForUpdate(tx, 'dashboards', project.id, id, input.deleted, getDashboards);
       await tx`UPDATE dashboards SET name = ${input.name === undefined ? before.name : input.name}, description = ${input.description ?? before.description},
         pinned = ${input.pinned ?? before.pinned}, filters = ${tx.json((input.filters ?? before.filters) as never)},
         tags = ${tx.array(input.tags ?? before.tags)}::text[], deleted = ${input.deleted ?? before.deleted} WHERE id = ${id}`;
@@ -228,10 +239,7 @@ export class DashboardService {
   async updateInsight(project: ProjectRef, userId: number, id: number, body: unknown): Promise<Obj> {
     const input = validateInsight(body);
     const row = await this.sql.begin(async (tx) => {
-      const [locked] = await tx`SELECT 1 FROM insights WHERE project_id = ${project.id} AND id = ${id} FOR UPDATE`;
-      if (!locked) throw errors.notFound();
-      const before = (await getInsights(tx, project.id, [id])).get(id)!;
-      if (before.deleted && input.deleted !== false) throw errors.notFound();
+      const before = await lockForUpdate(tx, 'insights', project.id, id, input.deleted, getInsights);
       await tx`UPDATE insights SET name = ${input.name === undefined ? before.name : input.name}, description = ${input.description ?? before.description},
         query = ${input.query === undefined ? (before.query === null ? null : tx.json(before.query as never)) : input.query === null ? null : tx.json(input.query as never)},
         tags = ${tx.array(input.tags ?? before.tags)}::text[], favorited = ${input.favorited ?? before.favorited}, deleted = ${input.deleted ?? before.deleted},

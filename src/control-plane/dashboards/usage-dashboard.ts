@@ -19,8 +19,9 @@ import { dashboardTiles, getInsights, insertInsight, upsertTile } from './store.
 
 type Obj = JsonObject;
 
-/** Names PostHog gives the generated insights. */
+/** Name PostHog gives the generated total-volume insight. */
 export const TOTAL_VOLUME_INSIGHT = 'Feature Flag Called Total Volume';
+/** Name of the generated unique-users insight. */
 export const UNIQUE_USERS_INSIGHT = 'Feature Flag calls made by unique users per variant';
 /** Insight names containing this mark a dashboard as enriched (PostHog's ENRICHED_DASHBOARD_INSIGHT_IDENTIFIER). */
 export const ENRICHED_INSIGHT_MARK = 'Feature Viewed';

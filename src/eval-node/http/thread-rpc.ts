@@ -7,8 +7,8 @@
  */
 import type { MessagePort, Worker } from 'node:worker_threads';
 
-/** An error as it crosses threads. */
-export interface WireError { name: string; message: string; data?: unknown }
+/** An error as it crosses threads: its name, message and own enumerable fields (`data`). */
+export interface WireError { name: string; message: string; data?: Record<string, unknown> }
 
 type Port = Pick<MessagePort | Worker, 'postMessage' | 'on' | 'off'>;
 type Handler = (payload: unknown) => unknown;
@@ -75,8 +75,10 @@ export class ThreadRpc {
       Promise.resolve().then(() => handler(m.payload)).then(
         (value) => this.port.postMessage({ reply: id, value }),
         (e: unknown) => {
-          const err = e as Error & { maxBytes?: number };
-          this.port.postMessage({ reply: id, error: { name: err?.name ?? 'Error', message: err?.message ?? String(e), data: err?.maxBytes } });
+          const err = e as Error;
+          // The error's own fields (e.g. OutboxFullError's maxBytes) travel as `data`.
+          const data = err !== null && typeof err === 'object' ? { ...err } : undefined;
+          this.port.postMessage({ reply: id, error: { name: err?.name ?? 'Error', message: err?.message ?? String(e), data } satisfies WireError });
         },
       );
     } else if (typeof m.notice === 'string') {

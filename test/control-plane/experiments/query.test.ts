@@ -42,6 +42,13 @@ const exposure = (d: string, key: string, variant: string, at: number): Ev => ({
   distinct_id: d, event: '$feature_flag_called', timestamp: new Date(at).toISOString(), properties: { $feature_flag: key, $feature_flag_response: variant },
 });
 
+/** 60 persons per variant (`<prefix>-<variant>-<i>`) exposed to `key` at `at`: past the 50-exposure minimum. */
+function exposedPairs(prefix: string, key: string, at: number): Ev[] {
+  const events: Ev[] = [];
+  for (let i = 0; i < 60; i++) for (const v of ['control', 'test']) events.push(exposure(`${prefix}-${v}-${i}`, key, v, at));
+  return events;
+}
+
 before(async () => { t = await startTestControlPlane(); });
 after(async () => { await t?.close(); });
 
@@ -213,8 +220,7 @@ test('a person merged after exposure counts once, with the events of both former
   const key = 'merge-exp';
   const start = Date.now() - 10 * HOUR;
   const id = await experiment('Merge', key, new Date(start));
-  const events: Ev[] = [];
-  for (let i = 0; i < 60; i++) for (const v of ['control', 'test']) events.push(exposure(`m-${v}-${i}`, key, v, start + HOUR));
+  const events = exposedPairs('m', key, start + HOUR);
   // anon-m is exposed and buys twice; later it identifies as m-control-0, who bought once.
   events.push(exposure('anon-m', key, 'control', start + HOUR));
   events.push({ distinct_id: 'anon-m', event: 'buy', timestamp: new Date(start + 2 * HOUR).toISOString(), properties: {} });
@@ -235,8 +241,7 @@ test('exposure criteria: first_seen keeps users who saw both variants, a custom 
   const key = 'criteria-exp';
   const start = Date.now() - 10 * HOUR;
   const id = await experiment('Criteria', key, new Date(start));
-  const events: Ev[] = [];
-  for (let i = 0; i < 60; i++) for (const v of ['control', 'test']) events.push(exposure(`c-${v}-${i}`, key, v, start + HOUR));
+  const events = exposedPairs('c', key, start + HOUR);
   // switcher saw test first, then control: excluded by default, test under first_seen.
   events.push(exposure('switcher', key, 'test', start + HOUR), exposure('switcher', key, 'control', start + 2 * HOUR));
   events.push({ distinct_id: 'switcher', event: 'buy', timestamp: new Date(start + 3 * HOUR).toISOString(), properties: {} });

@@ -9,24 +9,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import http from 'node:http';
 import { testConfig } from '../../../src/config.js';
 import { createLogger } from '../../../src/log.js';
 import { openNodeStore } from '../../../src/eval-node/store/lmdb.js';
 import { startIoThreads } from '../../../src/eval-node/http/io-threads.js';
 import { waitFor } from '../../support/wait.js';
-
-/** GET on a new connection (the kernel picks a thread for each). */
-function getFresh(url: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    http.get(url, { agent: false, headers: { connection: 'close' } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => { text += c; });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-    }).on('error', reject);
-  });
-}
+import { onNewConnection } from '../../support/http.js';
 
 test('a crashed IO thread is replaced on the same port while the other keeps answering', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-io-supervision-'));
@@ -34,18 +22,18 @@ test('a crashed IO thread is replaced on the same port while the other keeps ans
   const config = testConfig({ dataDir: dir });
   const node = await startIoThreads({ config, log: createLogger('silent'), store, storePath: path.join(dir, 'lmdb'), threads: 2, testHooks: true });
   try {
-    for (let i = 0; i < 10; i++) assert.equal((await getFresh(`${node.url}/_health`)).status, 200);
+    for (let i = 0; i < 10; i++) assert.equal((await onNewConnection(`${node.url}/_health`)).status, 200);
     await node.crashForTest(0);
     const during: number[] = [];
     await waitFor('the crashed thread is replaced', async () => {
-      during.push(await getFresh(`${node.url}/_health`).then((r) => r.status, () => 0));
+      during.push(await onNewConnection(`${node.url}/_health`).then((r) => r.status, () => 0));
       return node.restarts() === 1;
     }, { timeoutMs: 20_000, intervalMs: 20 });
     assert.ok(during.every((st) => st === 200 || st === 0), `answered or reset, nothing else: ${during.join(',')}`);
-    for (let i = 0; i < 20; i++) assert.equal((await getFresh(`${node.url}/_health`)).status, 200, 'every connection answered after the replacement');
+    for (let i = 0; i < 20; i++) assert.equal((await onNewConnection(`${node.url}/_health`)).status, 200, 'every connection answered after the replacement');
     await waitFor('both threads answer again', async () => {
-      for (let i = 0; i < 10; i++) await getFresh(`${node.url}/_health`);
-      const text = (await getFresh(`${node.url}/metrics`)).text;
+      for (let i = 0; i < 10; i++) await onNewConnection(`${node.url}/_health`);
+      const text = (await onNewConnection(`${node.url}/metrics`)).text;
       const threads = text.split('\n').filter((l) => l.startsWith('switchyard_node_io_thread_requests_total{') && Number(l.split(' ').pop()) > 0);
       return threads.length === 2;
     }, { timeoutMs: 20_000 });
