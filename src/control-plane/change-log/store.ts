@@ -71,10 +71,10 @@ export async function appendChanges(tx: Tx, changes: readonly ChangeInput[]): Pr
     revisions = changes.map((_, i) => first + i);
     await tx`
       INSERT INTO change_log (revision, project_id, kind, entity_id, op, payload)
-      SELECT r, p, k, e, o, pl::jsonb
-      FROM unnest(${revisions}::bigint[], ${changes.map((c) => c.projectId)}::bigint[], ${changes.map((c) => c.kind)}::text[],
-        ${changes.map((c) => c.entityId)}::text[], ${changes.map((c) => c.op)}::text[],
-        ${changes.map((c) => (c.payload === null ? null : JSON.stringify(c.payload)))}::text[]) AS v(r, p, k, e, o, pl)`;
+      SELECT r, p, k, e, o, pl
+      FROM json_to_recordset(${JSON.stringify(changes.map((c, i) => ({
+        r: revisions[i], p: c.projectId, k: c.kind, e: c.entityId, o: c.op, pl: c.payload,
+      })))}::text::json) AS v(r bigint, p bigint, k text, e text, o text, pl jsonb)`;
   }
   await tx`SELECT pg_notify(${CHANGE_LOG_CHANNEL}, ${String(revisions[revisions.length - 1])})`;
   return revisions;

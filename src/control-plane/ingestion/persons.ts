@@ -93,7 +93,7 @@ export class PersonBatch {
     const rows = await this.tx<{ project_id: number; distinct_id: string; id: number; uuid: string; properties: Properties;
       is_identified: boolean; created_at: Date }[]>`
       SELECT d.project_id, d.distinct_id, p.id, p.uuid, p.properties, p.is_identified, p.created_at
-      FROM unnest(${projects}::bigint[], ${ids}::text[]) AS v(p, d)
+      FROM json_to_recordset(${JSON.stringify(ids.map((d, i) => ({ p: projects[i], d })))}::text::json) AS v(p bigint, d text)
       JOIN person_distinct_ids d ON d.project_id = v.p AND d.distinct_id = v.d
       JOIN persons p ON p.id = d.person_id`;
     const byId = new Map<number, PersonState>();
@@ -206,37 +206,40 @@ export class PersonBatch {
     return person.uuid;
   }
 
-  // Booleans travel as 't'/'f' text: the driver cannot serialise a JS boolean[] parameter.
-  /** Writes new persons, distinct ids and changed persons (three bulk statements); records the changes. */
+  /**
+   * Writes new persons, distinct ids and changed persons (three bulk statements, rows as one JSON
+   * text each: see service.ts); records the changes.
+   */
   async flush(): Promise<void> {
     if (this.touched.size === 0 && this.pendingIds.size === 0) return;
     const tx = this.tx;
     const fresh = [...this.touched].filter((s) => s.id === null);
+    const created = new Set(fresh);
     if (fresh.length > 0) {
       const rows = await tx<{ id: number; uuid: string }[]>`
         INSERT INTO persons (uuid, project_id, properties, is_identified, created_at)
-        SELECT u, p, props::jsonb, ident::boolean, ca
-        FROM unnest(${fresh.map((s) => s.uuid)}::uuid[], ${fresh.map((s) => s.projectId)}::bigint[],
-          ${fresh.map((s) => JSON.stringify(s.properties))}::text[], ${fresh.map((s) => (s.isIdentified ? 't' : 'f'))}::text[],
-          ${fresh.map((s) => s.createdAt.toISOString())}::timestamptz[]) AS v(u, p, props, ident, ca)
+        SELECT u, p, props, ident, ca
+        FROM json_to_recordset(${JSON.stringify(fresh.map((s) => ({
+          u: s.uuid, p: s.projectId, props: s.properties, ident: s.isIdentified, ca: s.createdAt.toISOString(),
+        })))}::text::json) AS v(u uuid, p bigint, props jsonb, ident boolean, ca timestamptz)
         RETURNING id, uuid`;
       const ids = new Map(rows.map((r) => [r.uuid, r.id]));
       for (const s of fresh) s.id = ids.get(s.uuid)!;
     }
-    const existing = [...this.touched].filter((s) => !fresh.includes(s));
+    const existing = [...this.touched].filter((s) => s.id !== null && !created.has(s));
     if (existing.length > 0) {
       await tx`
-        UPDATE persons SET properties = v.props::jsonb, is_identified = v.ident::boolean, version = persons.version + 1
-        FROM unnest(${existing.map((s) => s.id!)}::bigint[], ${existing.map((s) => JSON.stringify(s.properties))}::text[],
-          ${existing.map((s) => (s.isIdentified ? 't' : 'f'))}::text[]) AS v(id, props, ident)
+        UPDATE persons SET properties = v.props, is_identified = v.ident, version = persons.version + 1
+        FROM json_to_recordset(${JSON.stringify(existing.map((s) => ({ id: s.id, props: s.properties, ident: s.isIdentified })))}::text::json)
+          AS v(id bigint, props jsonb, ident boolean)
         WHERE persons.id = v.id`;
     }
     if (this.pendingIds.size > 0) {
       const pending = [...this.pendingIds.values()];
       await tx`
         INSERT INTO person_distinct_ids (project_id, distinct_id, person_id)
-        SELECT * FROM unnest(${pending.map((x) => x.projectId)}::bigint[], ${pending.map((x) => x.distinctId)}::text[],
-          ${pending.map((x) => x.person.id!)}::bigint[])
+        SELECT p, d, pid FROM json_to_recordset(${JSON.stringify(pending.map((x) => ({ p: x.projectId, d: x.distinctId, pid: x.person.id })))}::text::json)
+          AS v(p bigint, d text, pid bigint)
         ON CONFLICT (project_id, distinct_id) DO UPDATE SET person_id = EXCLUDED.person_id`;
       for (const x of pending) this.changes.personChanged(x.person.id!);
     }
