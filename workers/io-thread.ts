@@ -40,14 +40,15 @@ process.on('unhandledRejection', fail);
 // Listening for store changes before serving anything: the HTTP layer subscribes to the store.
 rpc.onNotice('applied', (m) => store.relayApplied(m.revision as number, new Set(m.projectIds as (number | null)[])));
 
-async function append(events: CapturedEvent[]): Promise<void> {
+/** Appends through the main thread's outbox; `shed` for client requests (capture/outbox.ts). */
+async function append(events: CapturedEvent[], shed = false): Promise<void> {
   const packed = Outbox.pack(events);
   const bytes = packed.buffer.slice(packed.byteOffset, packed.byteOffset + packed.byteLength) as ArrayBuffer;
   try {
-    await rpc.call('append', bytes, [bytes]);
+    await rpc.call(shed ? 'appendShed' : 'append', bytes, [bytes]);
   } catch (e) {
     const w = e as WireError;
-    if (w.name === 'OutboxFullError') throw new OutboxFullError(Number(w.data?.maxBytes));
+    if (w.name === 'OutboxFullError') throw new OutboxFullError(Number(w.data?.maxBytes), Number(w.data?.retryAfterS), w.data?.backlog === true);
     throw new Error(w.message);
   }
 }
@@ -61,7 +62,7 @@ const http = await startNodeHttp({
   capture: init.withCapture ? (p, q, h, b) => handleCapture(p, q, h, b, {
     projectIdForToken: (token) => store.projectByToken(token)?.id ?? null,
     ready: () => store.hasCompleteSnapshot(),
-    append,
+    append: (events) => append(events, true),
   }, Date.now(), init.config.maxCaptureBodyBytes) : undefined,
   captureAppend: init.withCapture ? append : undefined,
   ioThread: {

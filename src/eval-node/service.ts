@@ -18,6 +18,7 @@ import { startNodeHttp, type NodeHttp } from './http/server.js';
 import { startUsageReporter } from './sync/usage-reporter.js';
 import { startCapture, type CaptureService } from './capture/index.js';
 import type { IngestClientCall } from './capture/shipper.js';
+import { outboxFigures } from './http/metrics.js';
 
 /** A running node. */
 export interface NodeService {
@@ -57,7 +58,7 @@ export async function startNodeService(config: Config, log: Logger): Promise<Nod
       ? await startIoThreads({ config, log, store: node.store, storePath: nodeStorePath(config), sync: node.sync, capture, threads: config.ioThreads })
       : await startNodeHttp({
         config, log, store: node.store, sync: node.sync, capture: capture.handler, captureAppend: capture.append,
-        outboxStorage: () => ({ ...capture.outbox.storage(), payloadBytes: capture.outbox.bytes }),
+        outboxStorage: () => outboxFigures(capture.outbox),
       });
   } catch (e) {
     await capture.close();

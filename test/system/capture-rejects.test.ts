@@ -122,7 +122,7 @@ test('a large batch the node accepts is delivered, and events after it are not h
   }
 });
 
-test('a full outbox refuses requests whole with 503 until it drains; accepted events arrive once', async () => {
+test('near its bound the outbox sheds requests with 503 outbox_backlog and Retry-After, at the bound it refuses them all; accepted events arrive once', async () => {
   const c = await startCluster();
   try {
     const node = await c.startNode(c.tempDir(), { maxOutboxBytes: 1024 * 1024 });
@@ -131,18 +131,31 @@ test('a full outbox refuses requests whole with 503 until it drains; accepted ev
     await c.stopGrpc();
     const accepted: string[] = [];
     const refused: string[] = [];
-    for (let i = 0; i < 12 && refused.length === 0; i++) {
+    let full = false;
+    for (let i = 0; i < 60 && !full; i++) {
+      const fillBefore = node.capture.outbox.fill;
       const e = events(10, 'fill', { pad: 'f'.repeat(15 * 1024) }); // ~150 KiB a request
       const r = await post(url, { api_key: c.t.projectKey, batch: e.batch });
       if (r.status === 200) accepted.push(...e.uuids);
       else {
         assert.equal(r.status, 503, r.text);
-        assert.equal(r.body.code, 'outbox_full');
+        const retryAfter = Number(r.headers.get('retry-after'));
+        assert.ok(retryAfter >= 1 && retryAfter <= 30, `Retry-After ${r.headers.get('retry-after')}`);
+        if (r.body.code === 'outbox_backlog') assert.ok(fillBefore >= 0.8, `shed at ${fillBefore} of the bound`);
+        else {
+          assert.equal(r.body.code, 'outbox_full');
+          assert.equal(retryAfter, 30);
+          full = true;
+        }
         refused.push(...e.uuids);
       }
     }
-    assert.ok(refused.length > 0, 'the outbox filled up');
+    assert.ok(full, 'the outbox filled up');
     assert.ok(accepted.length > 0);
+    const metrics = await (await fetch(`${node.http.url}/metrics`)).text();
+    assert.match(metrics, /^switchyard_node_capture_outbox_limit_bytes 1048576$/m);
+    const shed = Number(/^switchyard_node_capture_outbox_shed_total (\d+)$/m.exec(metrics)?.[1]);
+    assert.equal(shed, refused.length / 10 - 1, 'every refusal but the last was a backlog shed');
     await c.startGrpc();
     await waitForEventsOnce(c.t, accepted);
     const more = events(5, 'after_full');

@@ -128,7 +128,7 @@ export async function startCluster(overrides: Partial<Config> = {}): Promise<Sys
 }
 
 /** A JSON response. */
-export interface Reply { status: number; body: any; text: string }
+export interface Reply { status: number; body: any; text: string; headers: Headers }
 
 export async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Reply> {
   const res = await fetch(url, {
@@ -140,7 +140,7 @@ export async function post(url: string, body: unknown, headers: Record<string, s
   const text = await res.text();
   let parsed: unknown;
   try { parsed = text ? JSON.parse(text) : undefined; } catch { parsed = undefined; }
-  return { status: res.status, body: parsed, text };
+  return { status: res.status, body: parsed, text, headers: res.headers };
 }
 
 export async function get(url: string): Promise<Reply> {
@@ -148,7 +148,7 @@ export async function get(url: string): Promise<Reply> {
   const text = await res.text();
   let parsed: unknown;
   try { parsed = text ? JSON.parse(text) : undefined; } catch { parsed = undefined; }
-  return { status: res.status, body: parsed, text };
+  return { status: res.status, body: parsed, text, headers: res.headers };
 }
 
 /** Creates a flag through the management API (F2); asserts 201 and returns the flag. */

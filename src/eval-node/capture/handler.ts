@@ -14,7 +14,8 @@
  * 401 for a missing, inconsistent, malformed or unknown project token, except that before the
  * node's first complete snapshot (`store.ready()` false) a token it cannot look up yet gets
  * 503 `not_ready` (retry) like /flags, not a 401 that makes clients drop the events; 503 `outbox_full` when
- * the outbox is at `config.maxOutboxBytes`; 404 for other paths. The internal event name
+ * the outbox is at `config.maxOutboxBytes`, and 503 `outbox_backlog` for a share of requests
+ * growing from 0 at 80 % of it to all at the bound (both with `Retry-After`, outbox.ts); 404 for other paths. The internal event name
  * `$feature_flag_hash_key_override` (control-plane/ingestion/override-records.ts) is refused with
  * 400 `reserved_event_name`: such records come only from the node's own /flags path
  * (http/continuity.ts), which appends them with the `$internal` marker no client event carries. Error bodies are PostHog's
@@ -36,12 +37,15 @@ export interface CaptureStore {
   projectIdForToken(token: string): number | null | Promise<number | null>;
   /** False until the node holds a complete snapshot (unknown tokens may be valid); absent = ready. */
   ready?(): boolean;
-  /** Stores events durably; resolves when they are on disk. @throws OutboxFullError. */
+  /**
+   * Stores a client request's events durably (sheddable near the bound: outbox.ts); resolves
+   * when they are on disk. @throws OutboxFullError.
+   */
   append(events: CapturedEvent[]): Promise<void>;
 }
 
-/** A reply for the HTTP layer. */
-export interface CaptureReply { status: number; body: unknown }
+/** A reply for the HTTP layer; `headers` as [name, value] pairs (Retry-After). */
+export interface CaptureReply { status: number; body: unknown; headers?: [string, string][] }
 
 /** Normalised capture paths (no trailing slash). */
 export const CAPTURE_PATHS: ReadonlySet<string> = new Set(['/i/v0/e', '/e', '/capture', '/batch', '/track', '/engage', '/s']);
@@ -126,7 +130,9 @@ export async function handleCapture(path: string, query: URLSearchParams | strin
   try {
     await store.append(events);
   } catch (e) {
-    if (e instanceof OutboxFullError) return fail(errors.unavailable('outbox_full', e.message));
+    if (e instanceof OutboxFullError) {
+      return { ...fail(errors.unavailable(e.backlog ? 'outbox_backlog' : 'outbox_full', e.message)), headers: [['retry-after', String(e.retryAfterS)]] };
+    }
     throw e;
   }
   return { status: 200, body: OK_BODY };

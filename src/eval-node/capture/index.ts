@@ -52,8 +52,11 @@ export interface CaptureService {
    * http/continuity.ts) to the outbox, durably, and wakes the shipper. @throws OutboxFullError.
    */
   append(events: CapturedEvent[]): Promise<void>;
-  /** {@link append} of events packed by {@link Outbox.pack} (on an IO thread). @throws OutboxFullError. */
-  appendPacked(packed: Uint8Array): Promise<void>;
+  /**
+   * {@link append} of events packed by {@link Outbox.pack} (on an IO thread); `shed` for a client
+   * request's events (outbox.ts). @throws OutboxFullError.
+   */
+  appendPacked(packed: Uint8Array, shed?: boolean): Promise<void>;
   outbox: Outbox;
   shipper: Shipper;
   /** Stops shipping and closes the outbox (stored events stay for the next start). */
@@ -68,7 +71,7 @@ export function startCapture(opts: CaptureOptions): CaptureService {
     projectIdForToken: opts.projectIdForToken,
     ready: opts.ready,
     async append(events: Parameters<Outbox['append']>[0]) {
-      await outbox.append(events);
+      await outbox.append(events, true);
       shipper.notify();
     },
   };
@@ -76,9 +79,12 @@ export function startCapture(opts: CaptureOptions): CaptureService {
   let closing: Promise<void> | null = null;
   return {
     handler: (p, q, h, b) => handleCapture(p, q, h, b, store, Date.now(), opts.config.maxCaptureBodyBytes),
-    append: (events) => store.append(events),
-    async appendPacked(packed) {
-      await outbox.appendPacked(packed);
+    async append(events) {
+      await outbox.append(events);
+      shipper.notify();
+    },
+    async appendPacked(packed, shed = false) {
+      await outbox.appendPacked(packed, shed);
       shipper.notify();
     },
     outbox,

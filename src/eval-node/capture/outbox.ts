@@ -12,6 +12,13 @@
  * `append` refuses with {@link OutboxFullError} when it would pass `maxBytes`, so a node cut off
  * from the control plane answers 503 instead of filling its disk. The figure counts payload
  * bytes only, not LMDB page overhead.
+ *
+ * Slowing down before refusing (issue 17 item 1): past {@link SHED_FROM_FRACTION} of the bound,
+ * an append made for a client request (`shed: true`) is refused with probability rising linearly
+ * to 1 at the bound, as a backlog refusal that carries a `Retry-After` growing from
+ * {@link RETRY_AFTER_MIN_S} to {@link RETRY_AFTER_MAX_S} seconds; SDKs back off and resend, so the
+ * backlog drains instead of the node flipping from "everything accepted" to "everything refused".
+ * The node's own records (continuity) are not shed.
  */
 import fs from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
@@ -19,12 +26,35 @@ import { prepareLmdbDir, restrictLmdbFiles } from '../store/files.js';
 import { Packr } from 'msgpackr';
 import type { CapturedEvent } from '../../control-plane/ingestion/types.js';
 
-/** Thrown by {@link Outbox.append} when the outbox is at its size bound. */
+/** Fill (fraction of `maxBytes`) from which client appends are shed (module doc). */
+export const SHED_FROM_FRACTION = 0.8;
+/** `Retry-After` of a refusal at {@link SHED_FROM_FRACTION}, in seconds. */
+export const RETRY_AFTER_MIN_S = 1;
+/** `Retry-After` of a refusal at the bound, in seconds. */
+export const RETRY_AFTER_MAX_S = 30;
+
+/**
+ * Thrown by {@link Outbox.append} when the outbox is at its size bound, or (`backlog` true) when
+ * a client append is shed near it. `retryAfterS`: what the client should wait, in seconds.
+ */
 export class OutboxFullError extends Error {
-  constructor(readonly maxBytes: number) {
-    super(`capture outbox is full (${maxBytes} bytes); retry later`);
+  constructor(readonly maxBytes: number, readonly retryAfterS: number = RETRY_AFTER_MAX_S, readonly backlog: boolean = false) {
+    super(backlog
+      ? `capture outbox is backlogged (over ${Math.round(SHED_FROM_FRACTION * 100)}% of ${maxBytes} bytes); retry after ${retryAfterS} s`
+      : `capture outbox is full (${maxBytes} bytes); retry later`);
     this.name = 'OutboxFullError';
   }
+}
+
+/**
+ * Decides whether a client append is shed at `fill` (fraction of the bound, 0..1+) given a
+ * uniform draw `u` in [0, 1): the Retry-After in seconds when shed, else null (module doc).
+ */
+export function shedRetryAfter(fill: number, u: number): number | null {
+  if (fill < SHED_FROM_FRACTION) return null;
+  const over = Math.min(1, (fill - SHED_FROM_FRACTION) / (1 - SHED_FROM_FRACTION));
+  if (u >= over) return null;
+  return Math.ceil(RETRY_AFTER_MIN_S + (RETRY_AFTER_MAX_S - RETRY_AFTER_MIN_S) * over);
 }
 
 /** One stored entry as handed to the shipper. */
@@ -41,7 +71,7 @@ export class Outbox {
   private readonly ownsRoot: boolean;
 
   private constructor(private readonly root: RootDatabase, private readonly db: Database<Buffer, number>, ownsRoot: boolean,
-    readonly maxBytes: number) {
+    readonly maxBytes: number, private readonly random: () => number) {
     this.ownsRoot = ownsRoot;
     let last = 0;
     for (const { key, value } of db.getRange({})) {
@@ -54,16 +84,17 @@ export class Outbox {
 
   /**
    * Opens the outbox in its own LMDB environment at `path`, or inside an existing environment
-   * (`root`, e.g. the node store's) as the named database `capture_outbox`.
+   * (`root`, e.g. the node store's) as the named database `capture_outbox`. `random` (tests)
+   * replaces Math.random for shedding.
    */
-  static open(opts: { path?: string; root?: RootDatabase; maxBytes: number }): Outbox {
+  static open(opts: { path?: string; root?: RootDatabase; maxBytes: number; random?: () => number }): Outbox {
     if (!opts.root && !opts.path) throw new Error('Outbox.open needs a path or a root database');
     if (!opts.root) prepareLmdbDir(opts.path!);
     // The map reserved up front (one mapping): twice the payload bound covers LMDB's page overhead.
     const root = opts.root ?? open({ path: opts.path!, mapSize: Math.max(64 * 1024 ** 2, 2 * opts.maxBytes + 64 * 1024 ** 2) });
     if (!opts.root) restrictLmdbFiles(opts.path!);
     const db = root.openDB<Buffer, number>({ name: 'capture_outbox', encoding: 'binary' });
-    return new Outbox(root, db, !opts.root, opts.maxBytes);
+    return new Outbox(root, db, !opts.root, opts.maxBytes, opts.random ?? Math.random);
   }
 
   /** The environment's size on disk and its map size, in bytes (/metrics). */
@@ -78,13 +109,18 @@ export class Outbox {
   get bytes(): number { return this.storedBytes; }
   /** Number of stored entries (requests). */
   get entries(): number { return this.storedEntries; }
+  /** Stored payload as a fraction of the bound (1 = full). */
+  get fill(): number { return this.storedBytes / this.maxBytes; }
+  /** Client appends shed near the bound since open (metrics). */
+  shedCount = 0;
 
   /**
-   * Stores one request's events durably. Resolves after commit and flush to disk.
-   * @throws OutboxFullError when the outbox would exceed `maxBytes`.
+   * Stores one request's events durably. Resolves after commit and flush to disk. `shed`: the
+   * events come from a client request, which may be refused near the bound (module doc).
+   * @throws OutboxFullError when the outbox would exceed `maxBytes`, or when shed.
    */
-  async append(events: CapturedEvent[]): Promise<void> {
-    return this.appendPacked(Outbox.pack(events));
+  async append(events: CapturedEvent[], shed = false): Promise<void> {
+    return this.appendPacked(Outbox.pack(events), shed);
   }
 
   /** The stored form of one request's events (msgpack), e.g. built on an IO thread and transferred. */
@@ -93,9 +129,16 @@ export class Outbox {
   }
 
   /** {@link append} of events already in their stored form ({@link Outbox.pack}). @throws OutboxFullError. */
-  async appendPacked(packed: Uint8Array): Promise<void> {
+  async appendPacked(packed: Uint8Array, shed = false): Promise<void> {
     const value = Buffer.isBuffer(packed) ? packed : Buffer.from(packed.buffer, packed.byteOffset, packed.byteLength);
     if (this.storedBytes + value.length > this.maxBytes) throw new OutboxFullError(this.maxBytes);
+    if (shed) {
+      const retryAfterS = shedRetryAfter(this.fill, this.random());
+      if (retryAfterS !== null) {
+        this.shedCount++;
+        throw new OutboxFullError(this.maxBytes, retryAfterS, true);
+      }
+    }
     const key = this.nextKey++;
     this.storedBytes += value.length; // reserved now so concurrent appends respect the bound
     this.storedEntries++;

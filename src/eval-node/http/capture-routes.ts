@@ -15,7 +15,7 @@ import { Exchange, readBody } from './reply.js';
 import { preflightHandler } from './cors.js';
 
 /** Handles one capture request; never rejects for client errors (unexpected failures → 500). */
-export type CaptureHandler = (path: string, query: string, headers: IncomingHttpHeaders, body: Buffer) => Promise<{ status: number; body: unknown }>;
+export type CaptureHandler = (path: string, query: string, headers: IncomingHttpHeaders, body: Buffer) => Promise<{ status: number; body: unknown; headers?: [string, string][] }>;
 
 /**
  * Capture paths (each also registered with a trailing slash): PostHog's, including legacy
@@ -48,7 +48,7 @@ function captureRoute(ctx: NodeHttpContext, handler: CaptureHandler): (res: Http
     if (Number(headers['content-length'] ?? '0') > limit) return ex.sendError(errors.payloadTooLarge(limit), true);
     const run = (body: Buffer): void => {
       handler(path, query, headers, body).then(
-        (reply) => ex.send(reply.status, JSON.stringify(reply.body)),
+        (reply) => ex.send(reply.status, JSON.stringify(reply.body), reply.headers),
         (e: unknown) => {
           ctx.log.error({ err: e }, 'unexpected error on capture');
           ex.sendError(errors.internal());

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
 import type { NodeStore } from '../store/lmdb.js';
 import type { Evaluator } from '../pool/index.js';
-import type { Metrics } from './metrics.js';
+import type { Metrics, OutboxFigures } from './metrics.js';
 import type { FlagUsage } from './usage.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { DefinitionsFeedCache } from '../../feed/definitions-feed.js';
@@ -39,7 +39,7 @@ export interface NodeHttpContext {
   /** Experience-continuity override records of /flags (continuity.ts); absent without a capture service. */
   continuity?: ContinuityRecorder;
   /** The capture outbox's sizes (/metrics), when this node captures. */
-  outboxStorage?: () => { fileBytes: number; mapBytes: number; payloadBytes: number };
+  outboxStorage?: () => OutboxFigures;
   /** On an IO thread: `/metrics` as the main thread renders it for every thread (http/io-threads.ts). */
   renderMetrics?: () => Promise<ProbeAnswer>;
 }

@@ -30,7 +30,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
 import type { NodeStore } from '../store/lmdb.js';
 import type { CaptureService } from '../capture/index.js';
-import { Metrics, type MetricsJson } from './metrics.js';
+import { Metrics, outboxFigures, type MetricsJson } from './metrics.js';
 import { FlagUsage } from './usage.js';
 import { SharedTokenBuckets } from './rate-limit.js';
 import { ThreadRpc } from './thread-rpc.js';
@@ -112,7 +112,7 @@ export async function startIoThreads(opts: IoThreadsOptions): Promise<IoThreadsH
     const text = await metrics.render({
       revision: () => { try { return store.revision(); } catch { return 0; } },
       sync: syncState, poolQueueSize: () => 0, poolMode: 'inline',
-      storage: () => ({ store: store.storage(), outbox: opts.capture ? { ...opts.capture.outbox.storage(), payloadBytes: opts.capture.outbox.bytes } : undefined }),
+      storage: () => ({ store: store.storage(), outbox: opts.capture ? outboxFigures(opts.capture.outbox) : undefined }),
     }, shares.map((s) => s.metrics));
     let continuity = '';
     if (shares.some((s) => s.continuity !== null)) {
@@ -129,11 +129,13 @@ export async function startIoThreads(opts: IoThreadsOptions): Promise<IoThreadsH
     const rpc = new ThreadRpc(worker);
     const thread = { worker, rpc };
     spawned.add(thread);
-    rpc.serve('append', async (bytes) => {
-      if (!opts.capture) throw new Error('this node does not capture');
-      await opts.capture.appendPacked(new Uint8Array(bytes as ArrayBuffer));
-      return true;
-    });
+    for (const [name, shed] of [['append', false], ['appendShed', true]] as const) {
+      rpc.serve(name, async (bytes) => {
+        if (!opts.capture) throw new Error('this node does not capture');
+        await opts.capture.appendPacked(new Uint8Array(bytes as ArrayBuffer), shed);
+        return true;
+      });
+    }
     rpc.serve('metrics', renderMetrics);
     rpc.onNotice('usage', (m) => { for (const [org, n] of m.counts as [number, number][]) usage.addMany(org, n); });
     rpc.onNotice('listening', (m) => resolve({ thread, port: m.port as number }));

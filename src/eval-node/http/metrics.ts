@@ -49,7 +49,15 @@ export interface Gauges {
 /** Sizes in bytes of the node's LMDB environments. */
 export interface StorageFigures {
   store: { fileBytes: number; mapBytes: number };
-  outbox?: { fileBytes: number; mapBytes: number; payloadBytes: number };
+  outbox?: OutboxFigures;
+}
+
+/** The capture outbox's figures (capture/outbox.ts): LMDB sizes, payload waiting, its bound, appends shed. */
+export interface OutboxFigures { fileBytes: number; mapBytes: number; payloadBytes: number; limitBytes: number; shed: number }
+
+/** {@link OutboxFigures} of `outbox`. */
+export function outboxFigures(outbox: { storage(): { fileBytes: number; mapBytes: number }; bytes: number; maxBytes: number; shedCount: number }): OutboxFigures {
+  return { ...outbox.storage(), payloadBytes: outbox.bytes, limitBytes: outbox.maxBytes, shed: outbox.shedCount };
 }
 
 type CounterChild = ReturnType<Counter<'route' | 'status'>['labels']>;
@@ -84,6 +92,12 @@ export class Metrics {
   });
   private readonly outboxPayload = new Gauge({
     name: 'switchyard_node_capture_outbox_bytes', help: 'Captured events waiting in the outbox (payload bytes; bounded by SWITCHYARD_MAX_OUTBOX_BYTES).', registers: [this.registry],
+  });
+  private readonly outboxLimit = new Gauge({
+    name: 'switchyard_node_capture_outbox_limit_bytes', help: 'Bound of the capture outbox (SWITCHYARD_MAX_OUTBOX_BYTES); client requests are shed from 80 % of it.', registers: [this.registry],
+  });
+  private readonly outboxShed = new Gauge({
+    name: 'switchyard_node_capture_outbox_shed_total', help: 'Capture requests answered 503 outbox_backlog (with Retry-After) near the outbox bound since start.', registers: [this.registry],
   });
   /** Registered the first time the sync client reports them (absent until known, never a made-up 0). */
   private lag: Gauge | null = null;
@@ -152,6 +166,8 @@ export class Metrics {
         this.lmdbFile.set({ env: 'outbox' }, storage.outbox.fileBytes);
         this.lmdbMap.set({ env: 'outbox' }, storage.outbox.mapBytes);
         this.outboxPayload.set(storage.outbox.payloadBytes);
+        this.outboxLimit.set(storage.outbox.limitBytes);
+        this.outboxShed.set(storage.outbox.shed);
       }
     }
     const sync = g.sync?.();

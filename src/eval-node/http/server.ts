@@ -21,7 +21,7 @@ import { geoipFromBytes, loadGeoipBytes, NO_GEOIP, type Geoip } from '../geoip/i
 import { FlagsEngine, inlineEvaluator, poolEvaluator, type Evaluator } from '../pool/index.js';
 import type { NodeHttpContext, SyncState } from './context.js';
 import { DefinitionsFeedCache } from '../../feed/definitions-feed.js';
-import { Metrics } from './metrics.js';
+import { Metrics, type OutboxFigures } from './metrics.js';
 import { TokenBuckets, type RateLimiter } from './rate-limit.js';
 import type { ProbeAnswer } from './probes.js';
 import { registerRoutes } from './routes.js';
@@ -60,7 +60,7 @@ export interface NodeHttpOptions {
    */
   geoipBytes?: Uint8Array | null;
   /** The capture outbox's sizes for /metrics (CaptureService.outbox). */
-  outboxStorage?: () => { fileBytes: number; mapBytes: number; payloadBytes: number };
+  outboxStorage?: () => OutboxFigures;
   /**
    * Set by an IO thread (http/io-threads.ts; the main thread runs sync, capture and probes):
    * the shared feed limiter, `/metrics` rendered by the main thread, no process metrics and no

@@ -93,6 +93,16 @@ test('a full outbox answers 503 outbox_full', async () => {
   assert.deepEqual({ ...(r.body as any), detail: undefined }, { type: 'server_error', code: 'outbox_full', detail: undefined, attr: null });
 });
 
+test('near the bound the outbox sheds with 503 outbox_backlog; both refusals carry Retry-After', async () => {
+  const s: CaptureStore = { projectIdForToken: () => 7, append: async () => { throw new OutboxFullError(1024, 12, true); } };
+  const r = await handleCapture('/batch/', '', JSON_HEADERS, json(one), s, NOW);
+  assert.equal(r.status, 503);
+  assert.equal((r.body as { code: string }).code, 'outbox_backlog');
+  assert.deepEqual(r.headers, [['retry-after', '12']]);
+  const full = await handleCapture('/batch/', '', JSON_HEADERS, json(one), store({ full: true }).s, NOW);
+  assert.deepEqual(full.headers, [['retry-after', '30']]);
+});
+
 test('client uuid, $set and properties are kept', async () => {
   const { s, stored } = store();
   const uuid = '0190A1B2-C3D4-7E5F-8A9B-0C1D2E3F4A5B';

@@ -14,7 +14,7 @@ import { createTestDatabase, type TestDatabase } from '../../support/db.js';
 import { createLogger } from '../../../src/log.js';
 import { createIngestHandler, type IngestHandlerDeps } from '../../../src/control-plane/grpc/ingest.js';
 import { ingestEvents } from '../../../src/control-plane/ingestion/service.js';
-import { Outbox, OutboxFullError } from '../../../src/eval-node/capture/outbox.js';
+import { Outbox, OutboxFullError, shedRetryAfter } from '../../../src/eval-node/capture/outbox.js';
 import { Shipper } from '../../../src/eval-node/capture/shipper.js';
 import { handleCapture } from '../../../src/eval-node/capture/handler.js';
 import type { CapturedEvent } from '../../../src/control-plane/ingestion/types.js';
@@ -102,6 +102,35 @@ test('outbox: append is durable across reopen, peek is oldest first, remove dele
   await assert.rejects(b.append(big), OutboxFullError);
   assert.equal(b.entries, 2, 'a refused append stores nothing');
   await b.close();
+});
+
+test('shedding: none below 80 % of the bound, a share rising to all at the bound, Retry-After from 1 to 30 s', () => {
+  assert.equal(shedRetryAfter(0.79, 0), null);
+  assert.equal(shedRetryAfter(0.9, 0.49), 16, 'at 90 % half the draws are shed');
+  assert.equal(shedRetryAfter(0.9, 0.5), null);
+  assert.equal(shedRetryAfter(1, 0.999), 30);
+  assert.equal(shedRetryAfter(0.8, 0), null, 'at exactly 80 % nothing is shed yet');
+});
+
+test('outbox: client appends are shed past 80 % of the bound, own records are not; shed appends store nothing', async () => {
+  let draw = 0.99;
+  const o = Outbox.open({ path: path.join(tmp, 'ob-shed'), maxBytes: 10_000, random: () => draw });
+  let n = 0;
+  while (o.fill < 0.8) await o.append([ev(`s${n++}`)], true);
+  const entries = o.entries;
+  const bytes = o.bytes;
+  draw = 0;
+  const err = await o.append([ev('shed')], true).then(() => null, (e: unknown) => e);
+  assert.ok(err instanceof OutboxFullError && err.backlog && err.retryAfterS >= 1, String(err));
+  assert.equal(o.shedCount, 1);
+  assert.equal(o.entries, entries);
+  assert.equal(o.bytes, bytes);
+  await o.append([ev('own-record')]);
+  assert.equal(o.entries, entries + 1, 'appends not marked sheddable pass');
+  draw = 0.99;
+  await o.append([ev('lucky')], true);
+  assert.equal(o.entries, entries + 2);
+  await o.close();
 });
 
 test('captured requests reach Postgres and leave the outbox once acknowledged', async () => {
