@@ -11,7 +11,11 @@
 export type Int64 = string;
 
 /** Watch request. */
-export interface WatchRequest { from_revision: Int64; node_id: string }
+export interface WatchRequest { from_revision: Int64; node_id: string; resume?: SnapshotResumeMessage | null }
+/** Where a node's partly received snapshot stopped (proto SnapshotResume). */
+export interface SnapshotResumeMessage { revision: Int64; cursor: Buffer }
+/** A page of snapshot entities (proto SnapshotChunk; see control-plane/grpc/snapshot.ts for `entities`). */
+export interface SnapshotChunkMessage { entities: Buffer; cursor: Buffer }
 
 /** Change operation names. */
 export type ChangeOp = 'UPSERT' | 'DELETE';
@@ -28,7 +32,8 @@ export interface ChangeMessage {
 
 /** A Watch stream event as received (exactly one member set, named by `event`). */
 export type WatchEvent =
-  | { event: 'snapshot_begin'; snapshot_begin: { revision: Int64 } }
+  | { event: 'snapshot_begin'; snapshot_begin: { revision: Int64; resumed: boolean } }
+  | { event: 'snapshot_chunk'; snapshot_chunk: SnapshotChunkMessage }
   | { event: 'change'; change: ChangeMessage }
   | { event: 'snapshot_end'; snapshot_end: { revision: Int64 } }
   | { event: 'heartbeat'; heartbeat: { revision: Int64 } }
@@ -36,7 +41,8 @@ export type WatchEvent =
 
 /** A Watch event as written by the server (the encoder infers the oneof from the set member). */
 export type WatchEventOut =
-  | { snapshot_begin: { revision: string } }
+  | { snapshot_begin: { revision: string; resumed?: boolean } }
+  | { snapshot_chunk: SnapshotChunkMessage }
   | { change: ChangeMessage }
   | { snapshot_end: { revision: string } }
   | { heartbeat: { revision: string } }

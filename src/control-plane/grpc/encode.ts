@@ -22,7 +22,8 @@ export function changeMessage(revision: number, kind: string, entityId: string, 
   };
 }
 
-function encodeOrMark(payload: unknown): Buffer {
+/** msgpack of an entity, or {@link UNENCODABLE_PAYLOAD} when it nests too deep (see {@link changeMessage}). */
+export function encodeOrMark(payload: unknown): Buffer {
   try {
     return encodePayload(payload);
   } catch (e) {

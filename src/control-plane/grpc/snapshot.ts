@@ -1,81 +1,160 @@
 /**
- * Full-state snapshot for the gRPC Watch stream (DESIGN.md "Control plane"): every entity an
- * evaluation node keeps, read in ONE `REPEATABLE READ, READ ONLY` transaction together with the
- * change-log head, so the entity rows are exactly the state after applying every change up to
- * and including that revision (writers append to change_log in the same transaction as their
- * row writes, and revisions become visible in order: change-log/store.ts). The tail then
- * continues with revision > the snapshot's.
+ * Paged full-state snapshot for the gRPC Watch stream (proto/switchyard.proto `Watch`; DESIGN.md
+ * "Control plane"; issue 17 item 2).
  *
- * Contents and choices:
- * - organizations (with their quota fields), projects, group type mappings;
- * - feature flags and cohorts that are NOT soft-deleted: deleted ones are never evaluated, and
- *   a node drops a flag or cohort whose upsert says `deleted: true` (eval-node/store/apply.ts),
- *   so a node's state is the same whether it came from a snapshot or from the tail;
- * - personal API keys of active users (hash, scopes, scoped projects, organization);
- * - persons (with every distinct id), groups and hash-key overrides (ingestion/snapshot.ts).
+ * A snapshot starts at R0 = the change-log head and reads every source (below) page by page in
+ * key order, each page its own short query: no read transaction is held for the whole copy, so
+ * a copy of millions of persons neither pins old row versions (vacuum) nor ties up a connection.
+ * A page may show state newer than R0; the Watch handler then replays every change after R0
+ * (full entity states, in revision order), which makes the staged state exactly the state at
+ * the last revision replayed (watch.ts). Keys are immutable, so an entity that exists
+ * throughout is read exactly once; one created or deleted meanwhile is settled by the replay.
  *
- * Only the columns the entities need are selected: row parsing dominates the read (all 28 flag
- * columns, with timestamps and arrays, cost about twice as much).
- * Rows are read through cursors of {@link SNAPSHOT_CURSOR_ROWS} and handed to the sink one at
- * a time; the sink may apply backpressure by returning a promise.
+ * Sources and contents, in order: organizations (with quota fields), projects, group type
+ * mappings, cohorts and feature flags that are NOT soft-deleted (a node drops a flag or cohort
+ * whose upsert says `deleted: true`, eval-node/store/apply.ts, so snapshot and tail agree),
+ * personal API keys of active users, then persons, groups and hash-key overrides
+ * (ingestion/snapshot.ts). Only the columns the entities need are selected.
+ *
+ * Chunks: entities go out as SnapshotChunk messages of up to {@link CHUNK_MAX_ENTITIES}
+ * entities / {@link CHUNK_MAX_BYTES} of payload, `entities` = one msgpack array of
+ * [kind, entity_id, project_id, payload-bin], with the cursor after the chunk's last entity
+ * ({@link encodeCursor}) so that a node can resume there.
  */
+import { Packr } from 'msgpackr';
 import type { Sql } from '../db/connect.js';
-import type { EntityKind, FeatureFlagRow, ProjectEntityRow } from '../change-log/entities.js';
+import type { FeatureFlagRow, ProjectEntityRow } from '../change-log/entities.js';
 import {
   cohortEntity, featureFlagEntity, groupTypeMappingEntity, groupTypeMappingId, PROJECT_SETTING_KEYS, projectEntity,
 } from '../change-log/entities.js';
+import type { SnapshotCursor, SnapshotKey, SnapshotRow, SnapshotSource } from '../change-log/snapshot-source.js';
 import { personalApiKeyEntity } from '../keys/store.js';
-import { streamCaptureEntities } from '../ingestion/snapshot.js';
+import { CAPTURE_SNAPSHOT_SOURCES } from '../ingestion/snapshot.js';
 import { organizationEntity } from '../quota/service.js';
+import { encodeOrMark } from './encode.js';
 
-/** Rows fetched per cursor round trip. */
-export const SNAPSHOT_CURSOR_ROWS = 500;
+/** Rows read per page query. */
+export const SNAPSHOT_PAGE_ROWS = 5_000;
+/** Most entities per SnapshotChunk. */
+export const CHUNK_MAX_ENTITIES = 5_000;
+/** A chunk is closed once its payloads reach this many bytes (clients accept 64 MiB messages). */
+export const CHUNK_MAX_BYTES = 2 * 1024 * 1024;
 
-/** One entity of a snapshot (always an upsert). `projectId` null = cluster-wide. */
-export interface SnapshotEntity { kind: EntityKind; entityId: string; projectId: number | null; payload: unknown }
-
-/** Receives a snapshot: `begin` once with its revision, then every entity. */
-export interface SnapshotSink {
-  begin(revision: number): void | Promise<void>;
-  entity(e: SnapshotEntity): void | Promise<void>;
+/** A source keyed by one integer id column. */
+function byId<R extends { id: number }>(name: string, read: (sql: Sql, after: number, limit: number) => Promise<R[]>,
+  toRow: (r: R) => Omit<SnapshotRow, 'key'>): SnapshotSource {
+  return {
+    name,
+    async page(sql, after, limit) {
+      const rows = await read(sql, after === null ? 0 : Number(after[0]), limit);
+      return rows.map((r) => ({ key: [r.id], ...toRow(r) }));
+    },
+  };
 }
 
-async function each<T>(batches: AsyncIterable<T[]>, fn: (row: T) => void | Promise<void>): Promise<void> {
-  for await (const rows of batches) {
-    for (const row of rows) await fn(row);
-  }
+const DEFINITION_SOURCES: readonly SnapshotSource[] = [
+  byId('organizations', (sql, after, limit) => sql<{ id: number; name: string; monthly_flag_requests_limit: number | null; quota_limited: boolean }[]>`
+    SELECT id, name, monthly_flag_requests_limit, quota_limited FROM organizations WHERE id > ${after} ORDER BY id LIMIT ${limit}`,
+  (r) => ({ kind: 'organization', entityId: String(r.id), projectId: null, payload: organizationEntity(r) })),
+  byId('projects', (sql, after, limit) => sql<ProjectEntityRow[]>`
+    SELECT id, organization_id, name, api_token, timezone, ${sql(PROJECT_SETTING_KEYS as string[])} FROM projects WHERE id > ${after} ORDER BY id LIMIT ${limit}`,
+  (r) => ({ kind: 'project', entityId: String(r.id), projectId: r.id, payload: projectEntity(r) })),
+  {
+    name: 'group_type_mappings',
+    async page(sql, after, limit) {
+      const [p, i] = after === null ? [-1, -1] : [Number(after[0]), Number(after[1])];
+      const rows = await sql<{ project_id: number; group_type: string; group_type_index: number }[]>`
+        SELECT project_id, group_type, group_type_index FROM group_type_mappings WHERE (project_id, group_type_index) > (${p}, ${i})
+        ORDER BY project_id, group_type_index LIMIT ${limit}`;
+      return rows.map((r) => ({
+        key: [r.project_id, r.group_type_index], kind: 'group_type_mapping' as const,
+        entityId: groupTypeMappingId(r.project_id, r.group_type_index), projectId: r.project_id, payload: groupTypeMappingEntity(r),
+      }));
+    },
+  },
+  byId('cohorts', (sql, after, limit) => sql<{ id: number; project_id: number; name: string; filters: Record<string, unknown>; is_static: boolean; deleted: boolean }[]>`
+    SELECT id, project_id, name, filters, is_static, deleted FROM cohorts WHERE NOT deleted AND id > ${after} ORDER BY id LIMIT ${limit}`,
+  (r) => ({ kind: 'cohort', entityId: String(r.id), projectId: r.project_id, payload: cohortEntity(r) })),
+  byId('feature_flags', (sql, after, limit) => sql<FeatureFlagRow[]>`
+    SELECT id, project_id, key, name, filters, deleted, active, version, ensure_experience_continuity, evaluation_runtime,
+      evaluation_tags, bucketing_identifier, has_encrypted_payloads, is_remote_configuration
+    FROM feature_flags WHERE NOT deleted AND id > ${after} ORDER BY id LIMIT ${limit}`,
+  (r) => ({ kind: 'feature_flag', entityId: String(r.id), projectId: r.project_id, payload: featureFlagEntity(r) })),
+  {
+    name: 'personal_api_keys',
+    async page(sql, after, limit) {
+      const from = after === null ? '' : String(after[0]);
+      const rows = await sql<{ id: string; organization_id: number; secure_value: string; scopes: string[]; scoped_teams: number[] }[]>`
+        SELECT k.id, u.organization_id, k.secure_value, k.scopes, k.scoped_teams
+        FROM personal_api_keys k JOIN users u ON u.id = k.user_id WHERE u.is_active AND k.id > ${from} ORDER BY k.id LIMIT ${limit}`;
+      return rows.map((r) => ({ key: [r.id], kind: 'personal_api_key' as const, entityId: r.id, projectId: null, payload: personalApiKeyEntity(r) }));
+    },
+  },
+];
+
+/** Every source of a snapshot, in order (definitions before the persons that use them). */
+export const SNAPSHOT_SOURCES: readonly SnapshotSource[] = [...DEFINITION_SOURCES, ...CAPTURE_SNAPSHOT_SOURCES];
+
+const packr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true });
+
+/** The opaque bytes of a cursor (SnapshotChunk.cursor, SnapshotResume.cursor). */
+export function encodeCursor(c: SnapshotCursor): Buffer {
+  return packr.pack([c.source, c.after === null ? null : [...c.after]]);
 }
+
+/** A cursor a node sent back, or null when the bytes are not one this module wrote. */
+export function decodeCursor(bytes: Uint8Array | null | undefined): SnapshotCursor | null {
+  if (!bytes || bytes.length === 0 || bytes.length > 4096) return null;
+  let v: unknown;
+  try { v = packr.unpack(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)); } catch { return null; }
+  if (!Array.isArray(v) || v.length !== 2) return null;
+  const [source, after] = v as [unknown, unknown];
+  if (typeof source !== 'number' || !Number.isInteger(source) || source < 0 || source > SNAPSHOT_SOURCES.length) return null;
+  if (after === null) return { source, after: null };
+  if (!Array.isArray(after) || after.length === 0 || after.length > 3 || !after.every((k) => typeof k === 'number' || typeof k === 'string')) return null;
+  return { source, after: after as SnapshotKey };
+}
+
+/** One SnapshotChunk's contents. */
+export interface SnapshotChunk { entities: Buffer; cursor: Buffer; count: number }
 
 /**
- * Streams a consistent snapshot into `sink`; resolves with its revision (0 on an empty log).
- * @throws the driver's error when Postgres fails, or whatever the sink throws (the read
- *   transaction is rolled back either way).
+ * Reads every source from `start` on and hands `emit` chunks (module doc); resolves after the
+ * last. `emit` may apply backpressure by returning a promise, and stop the copy by throwing.
+ * @throws the driver's error when Postgres fails, or whatever `emit` throws.
  */
-export async function streamSnapshot(sql: Sql, sink: SnapshotSink): Promise<number> {
-  return sql.begin('isolation level repeatable read read only', async (tx) => {
-    const [head] = await tx<{ r: number }[]>`SELECT coalesce(max(revision), 0)::bigint AS r FROM change_log`;
-    const revision = Number(head!.r);
-    await sink.begin(revision);
-    await each(tx<{ id: number; name: string; monthly_flag_requests_limit: number | null; quota_limited: boolean }[]>`
-      SELECT id, name, monthly_flag_requests_limit, quota_limited FROM organizations ORDER BY id`.cursor(SNAPSHOT_CURSOR_ROWS), (r) =>
-      sink.entity({ kind: 'organization', entityId: String(r.id), projectId: null, payload: organizationEntity(r) }));
-    await each(tx<ProjectEntityRow[]>`SELECT id, organization_id, name, api_token, timezone, ${tx(PROJECT_SETTING_KEYS as string[])} FROM projects ORDER BY id`.cursor(SNAPSHOT_CURSOR_ROWS), (r) =>
-        sink.entity({ kind: 'project', entityId: String(r.id), projectId: r.id, payload: projectEntity(r) }));
-    await each(tx<{ project_id: number; group_type: string; group_type_index: number }[]>`SELECT project_id, group_type, group_type_index FROM group_type_mappings ORDER BY project_id, group_type_index`.cursor(SNAPSHOT_CURSOR_ROWS), (r) =>
-        sink.entity({ kind: 'group_type_mapping', entityId: groupTypeMappingId(r.project_id, r.group_type_index), projectId: r.project_id, payload: groupTypeMappingEntity(r) }));
-    await each(tx<{ id: number; project_id: number; name: string; filters: Record<string, unknown>; is_static: boolean; deleted: boolean }[]>`SELECT id, project_id, name, filters, is_static, deleted FROM cohorts WHERE NOT deleted ORDER BY id`.cursor(SNAPSHOT_CURSOR_ROWS), (r) =>
-        sink.entity({ kind: 'cohort', entityId: String(r.id), projectId: r.project_id, payload: cohortEntity(r) }));
-    await each(tx<FeatureFlagRow[]>`
-      SELECT id, project_id, key, name, filters, deleted, active, version, ensure_experience_continuity, evaluation_runtime,
-        evaluation_tags, bucketing_identifier, has_encrypted_payloads, is_remote_configuration
-      FROM feature_flags WHERE NOT deleted ORDER BY id`.cursor(SNAPSHOT_CURSOR_ROWS), (r) =>
-      sink.entity({ kind: 'feature_flag', entityId: String(r.id), projectId: r.project_id, payload: featureFlagEntity(r) }));
-    await each(tx<{ id: string; organization_id: number; secure_value: string; scopes: string[]; scoped_teams: number[] }[]>`SELECT k.id, u.organization_id, k.secure_value, k.scopes, k.scoped_teams
-         FROM personal_api_keys k JOIN users u ON u.id = k.user_id WHERE u.is_active ORDER BY k.id`.cursor(SNAPSHOT_CURSOR_ROWS), (r) =>
-        sink.entity({ kind: 'personal_api_key', entityId: r.id, projectId: null, payload: personalApiKeyEntity(r) }));
-    await streamCaptureEntities(tx, (e) => sink.entity(e));
-    return revision;
-  }) as Promise<number>;
+export async function streamSnapshotPages(sql: Sql, start: SnapshotCursor, emit: (chunk: SnapshotChunk) => Promise<void>,
+  opts: { chunkMaxEntities?: number } = {}): Promise<void> {
+  const maxEntities = opts.chunkMaxEntities ?? CHUNK_MAX_ENTITIES;
+  let tuples: unknown[] = [];
+  let bytes = 0;
+  let cursor: SnapshotCursor = start;
+  const flush = async (): Promise<void> => {
+    if (tuples.length === 0) return;
+    const chunk = { entities: packr.pack(tuples), cursor: encodeCursor(cursor), count: tuples.length };
+    tuples = [];
+    bytes = 0;
+    await emit(chunk);
+  };
+  for (let s = start.source; s < SNAPSHOT_SOURCES.length; s++) {
+    const source = SNAPSHOT_SOURCES[s]!;
+    let after = s === start.source ? start.after : null;
+    for (;;) {
+      const rows = await source.page(sql, after, SNAPSHOT_PAGE_ROWS);
+      if (rows.length === 0) break;
+      for (const r of rows) {
+        const payload = encodeOrMark(r.payload);
+        tuples.push([r.kind, r.entityId, r.projectId ?? 0, payload]);
+        bytes += payload.length;
+        cursor = { source: s, after: r.key };
+        if (tuples.length >= maxEntities || bytes >= CHUNK_MAX_BYTES) await flush();
+      }
+      after = rows[rows.length - 1]!.key;
+    }
+    // The next source starts from its beginning; a chunk still open carries that cursor.
+    cursor = { source: s + 1, after: null };
+  }
+  await flush();
 }
 
 /** Tables whose rows become snapshot entities (those that do not exist yet are ignored). */

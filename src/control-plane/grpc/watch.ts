@@ -1,10 +1,17 @@
 /**
  * The `Watch` server-streaming handler (proto/switchyard.proto; DESIGN.md "Control plane").
  *
- * Per call: check the cluster token → decide between tail and snapshot → (snapshot between
- * SnapshotBegin/SnapshotEnd) → tail the change log after the last revision sent, woken by the
+ * Per call: check the cluster token → decide between tail, resumed snapshot and snapshot →
+ * (snapshot: SnapshotBegin(R0), paged SnapshotChunks, the changes after R0 up to the head R1,
+ * SnapshotEnd(R1); snapshot.ts) → tail the change log after the last revision sent, woken by the
  * process-wide {@link ChangeFeed}, with a Heartbeat after catching up and every
  * {@link HEARTBEAT_INTERVAL_MS} → until the client goes away or the server closes.
+ *
+ * Resuming (issue 17 item 2): a node that lost its stream mid-snapshot sends `resume` = {R0, the
+ * cursor of the last chunk it stored}. While the log still holds every revision after R0 and R0
+ * is not above the head, the snapshot continues from that cursor (SnapshotBegin.resumed); else
+ * the node gets what a node at `from_revision` gets (a fresh snapshot or the tail), and drops
+ * its staged part.
  *
  * Tail reads go through the process-wide feed (change-feed.ts): from its in-memory window near
  * the head, from Postgres further back.
@@ -37,8 +44,10 @@ import type { ChangeRow } from '../change-log/store.js';
 import { formatRevision, parseRevision, type ChangeMessage, type WatchEventOut, type WatchRequest } from '../../grpc/messages.js';
 import { hasClusterToken, unauthenticated } from './auth.js';
 import type { ChangeFeed } from './change-feed.js';
-import { estimateSnapshotRows, streamSnapshot, type SnapshotEntity } from './snapshot.js';
-import { changeMessage, tailMessage } from './encode.js';
+import { decodeCursor, estimateSnapshotRows, streamSnapshotPages, CHUNK_MAX_ENTITIES } from './snapshot.js';
+import type { SnapshotCursor } from '../change-log/snapshot-source.js';
+import { currentRevision } from '../change-log/store.js';
+import { tailMessage } from './encode.js';
 import { Semaphore, sleep } from './semaphore.js';
 
 /** A node further behind than this many revisions gets a snapshot instead of the tail. */
@@ -59,6 +68,14 @@ export const HEARTBEAT_INTERVAL_MS = 10_000;
 /** Why a stream starts with a snapshot, or null to tail from `from_revision`. */
 export type SnapshotReason = 'new_node' | 'ahead_of_log' | 'log_pruned' | 'too_far_behind' | null;
 
+/**
+ * True when a snapshot begun at `revision` can continue: not above the log's `head`, and the log
+ * still holds every revision after it (`oldest` retained revision, null when empty).
+ */
+export function canResume(revision: number, head: number, oldest: number | null): boolean {
+  return revision <= head && (oldest === null || oldest <= revision + 1);
+}
+
 /** Tunables and test seams of {@link createWatchHandler}. */
 export interface WatchOptions {
   /** Snapshot threshold in revisions (default {@link MAX_TAIL_CHANGES}). */
@@ -69,11 +86,13 @@ export interface WatchOptions {
   heartbeatIntervalMs: number;
   /** Most changes per ChangeBatch (default {@link BATCH_MAX_CHANGES}). */
   batchMaxChanges: number;
+  /** Most entities per SnapshotChunk (default snapshot.ts CHUNK_MAX_ENTITIES). */
+  chunkMaxEntities: number;
   /** Snapshots streamed at once by this process (default {@link MAX_CONCURRENT_SNAPSHOTS}). */
   maxConcurrentSnapshots: number;
   /**
-   * Test seam: awaited after SnapshotBegin (`sent` = 0) and after each batch of snapshot
-   * entities written (`sent` = entities so far). Lets a test stop the server mid-snapshot.
+   * Test seam: awaited after SnapshotBegin (`sent` = 0) and after each SnapshotChunk written
+   * (`sent` = entities so far in this stream). Lets a test stop the server mid-snapshot.
    */
   afterSnapshotEvent?: (sent: number) => Promise<void>;
 }
@@ -108,7 +127,10 @@ type WatchCall = grpc.ServerWritableStream<WatchRequest, WatchEventOut>;
 export function createWatchHandler(deps: { sql: Sql; feed: ChangeFeed; log: Logger; clusterToken: string; options?: Partial<WatchOptions> }):
   { handler: grpc.handleServerStreamingCall<WatchRequest, WatchEventOut>; registry: WatchRegistry } {
   const { sql, feed, log, clusterToken } = deps;
-  const opts: WatchOptions = { maxTailChanges: MAX_TAIL_CHANGES, tailPerSnapshotRow: TAIL_PER_SNAPSHOT_ROW, heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS, batchMaxChanges: BATCH_MAX_CHANGES, maxConcurrentSnapshots: MAX_CONCURRENT_SNAPSHOTS, ...deps.options };
+  const opts: WatchOptions = {
+    maxTailChanges: MAX_TAIL_CHANGES, tailPerSnapshotRow: TAIL_PER_SNAPSHOT_ROW, heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS,
+    batchMaxChanges: BATCH_MAX_CHANGES, chunkMaxEntities: CHUNK_MAX_ENTITIES, maxConcurrentSnapshots: MAX_CONCURRENT_SNAPSHOTS, ...deps.options,
+  };
   const live = new Set<{ stop(status: Partial<grpc.StatusObject> | null): void }>();
   const snapshots = new Semaphore(opts.maxConcurrentSnapshots);
 
@@ -118,8 +140,15 @@ export function createWatchHandler(deps: { sql: Sql; feed: ChangeFeed; log: Logg
       return;
     }
     let from: number;
+    let resume: { revision: number; cursor: SnapshotCursor } | null = null;
     try {
       from = parseRevision(call.request.from_revision);
+      const r = call.request.resume;
+      if (r) {
+        const cursor = decodeCursor(r.cursor);
+        // A cursor this server cannot read is not an error: the node just starts over.
+        if (cursor !== null) resume = { revision: parseRevision(r.revision), cursor };
+      }
     } catch (err) {
       call.emit('error', { code: grpc.status.INVALID_ARGUMENT, details: (err as Error).message });
       return;
@@ -163,41 +192,51 @@ export function createWatchHandler(deps: { sql: Sql; feed: ChangeFeed; log: Logg
       });
     };
 
-    /** Streams a snapshot between begin/end markers; returns its revision. */
-    const sendSnapshot = async (reason: SnapshotReason): Promise<number> => {
+    /** Sends `rows` (ascending revisions) as Change / ChangeBatch messages; returns the last revision sent. */
+    const sendRows = async (rows: readonly ChangeRow[], cursor: number): Promise<number> => {
+      for (let i = 0; i < rows.length && !done;) {
+        const out: ChangeMessage[] = [];
+        let bytes = 0;
+        while (i < rows.length && out.length < opts.batchMaxChanges && bytes < BATCH_MAX_BYTES) {
+          const m = tailMessage(rows[i++]!);
+          out.push(m);
+          bytes += m.payload.length;
+        }
+        await send(out.length === 1 ? { change: out[0]! } : { changes: { changes: out } });
+        cursor = Number(out[out.length - 1]!.revision);
+      }
+      return cursor;
+    };
+
+    /**
+     * Streams a snapshot from R0 = `start.revision` (module doc): begin, the pages from
+     * `start.cursor`, the changes after R0 up to the head read once the pages are done, end.
+     * Returns the revision it ends at.
+     */
+    const sendSnapshot = async (start: { revision: number; cursor: SnapshotCursor; resumed: boolean }, reason: SnapshotReason | 'resume'): Promise<number> => {
+      slog.info({ from_revision: from, revision: start.revision, reason, cursor_source: start.cursor.source }, 'watch: sending snapshot');
+      await send({ snapshot_begin: { revision: formatRevision(start.revision), resumed: start.resumed } });
+      if (opts.afterSnapshotEvent) await opts.afterSnapshotEvent(0);
       let sent = 0;
-      let snapshotRevision = 0;
-      let batch: ChangeMessage[] = [];
-      let batchBytes = 0;
-      const flush = async (): Promise<void> => {
-        if (batch.length === 0) return;
-        const out = batch;
-        batch = [];
-        batchBytes = 0;
-        await send({ changes: { changes: out } });
-        sent += out.length;
+      await streamSnapshotPages(sql, start.cursor, async (chunk) => {
+        if (done) throw new StreamStopped();
+        await send({ snapshot_chunk: { entities: chunk.entities, cursor: chunk.cursor } });
+        sent += chunk.count;
         if (opts.afterSnapshotEvent) await opts.afterSnapshotEvent(sent);
-      };
-      const revision = await streamSnapshot(sql, {
-        begin: async (rev) => {
-          snapshotRevision = rev;
-          slog.info({ from_revision: from, revision: rev, reason }, 'watch: sending snapshot');
-          await send({ snapshot_begin: { revision: formatRevision(rev) } });
-          if (opts.afterSnapshotEvent) await opts.afterSnapshotEvent(0);
-        },
-        entity: async (e: SnapshotEntity) => {
-          if (done) throw new StreamStopped();
-          // Snapshot entities carry the snapshot's revision; the node records it on SnapshotEnd.
-          const m = changeMessage(snapshotRevision, e.kind, e.entityId, e.projectId, 'upsert', e.payload);
-          batch.push(m);
-          batchBytes += m.payload.length;
-          if (batch.length >= opts.batchMaxChanges || batchBytes >= BATCH_MAX_BYTES) await flush();
-        },
-      });
-      await flush();
-      await send({ snapshot_end: { revision: formatRevision(revision) } });
-      slog.info({ revision, entities: sent }, 'watch: snapshot sent');
-      return revision;
+      }, { chunkMaxEntities: opts.chunkMaxEntities });
+      // Replay: every change after R0 up to the head as it is now (the pages may show any state
+      // up to it), so the staged state is exactly the state at the last revision sent.
+      const target = await currentRevision(sql);
+      let cursor = start.revision;
+      while (cursor < target && !done) {
+        const rows: ChangeRow[] = await feed.read(cursor, TAIL_PAGE_SIZE);
+        if (rows.length === 0) break;
+        cursor = await sendRows(rows, cursor);
+      }
+      if (done) throw new StreamStopped();
+      await send({ snapshot_end: { revision: formatRevision(cursor) } });
+      slog.info({ revision: cursor, entities: sent, replayed: cursor - start.revision }, 'watch: snapshot sent');
+      return cursor;
     };
 
     const run = async (): Promise<void> => {
@@ -210,9 +249,10 @@ export function createWatchHandler(deps: { sql: Sql; feed: ChangeFeed; log: Logg
         threshold = Math.max(threshold, Math.floor(opts.tailPerSnapshotRow * await estimateSnapshotRows(sql)));
       }
       const reason = snapshotReason(from, head, oldest, threshold);
+      const resumable = resume !== null && canResume(resume.revision, head, oldest);
       let cursor = from;
-      if (reason !== null) {
-        // Each snapshot holds a pooled connection in a long read transaction: at most
+      if (reason !== null || resumable) {
+        // Each snapshot keeps a pooled connection busy page after page: at most
         // opts.maxConcurrentSnapshots per process, so a fleet restart cannot starve the API.
         // Waiting nodes get heartbeats, so their idle timeout does not fire.
         const acquired = snapshots.acquire();
@@ -221,7 +261,9 @@ export function createWatchHandler(deps: { sql: Sql; feed: ChangeFeed; log: Logg
         }
         try {
           if (done) return;
-          cursor = await sendSnapshot(reason);
+          cursor = resumable
+            ? await sendSnapshot({ revision: resume!.revision, cursor: resume!.cursor, resumed: true }, 'resume')
+            : await sendSnapshot({ revision: await currentRevision(sql), cursor: { source: 0, after: null }, resumed: false }, reason);
         } finally {
           snapshots.release();
         }
@@ -233,17 +275,7 @@ export function createWatchHandler(deps: { sql: Sql; feed: ChangeFeed; log: Logg
         if (wakePending) {
           wakePending = false;
           const rows: ChangeRow[] = await feed.read(cursor, TAIL_PAGE_SIZE);
-          for (let i = 0; i < rows.length && !done;) {
-            const out: ChangeMessage[] = [];
-            let bytes = 0;
-            while (i < rows.length && out.length < opts.batchMaxChanges && bytes < BATCH_MAX_BYTES) {
-              const m = tailMessage(rows[i++]!);
-              out.push(m);
-              bytes += m.payload.length;
-            }
-            await send(out.length === 1 ? { change: out[0]! } : { changes: { changes: out } });
-            cursor = Number(out[out.length - 1]!.revision);
-          }
+          cursor = await sendRows(rows, cursor);
           if (done) return;
           if (rows.length === TAIL_PAGE_SIZE) { wakePending = true; continue; }
           if (!caughtUp) { caughtUp = true; heartbeatDue = true; }
@@ -275,5 +307,5 @@ export function createWatchHandler(deps: { sql: Sql; feed: ChangeFeed; log: Logg
   };
 }
 
-/** Internal: thrown into the snapshot transaction to abort it when the client went away. */
+/** Internal: thrown into the snapshot copy to stop it when the client went away. */
 class StreamStopped extends Error {}

@@ -1,49 +1,75 @@
 /**
- * The capture-owned part of a Watch snapshot: persons (with all their distinct ids), groups
- * and hash-key overrides, in the same shapes as their change-log entries (entities.ts).
- * Call it from the snapshot builder inside its REPEATABLE READ transaction, after the
- * group-type mappings; rows are read through cursors of {@link CAPTURE_SNAPSHOT_CURSOR_ROWS}.
+ * The capture-owned sources of a paged Watch snapshot (control-plane/grpc/snapshot.ts): persons
+ * (with all their distinct ids and static cohorts), groups and hash-key overrides, in the same
+ * shapes as their change-log entries (entities.ts), each read in pages in the order of an
+ * immutable key (keyset paging: `WHERE key > last ORDER BY key LIMIT n`, one index range scan
+ * per page, no transaction held between pages).
  *
- * Wiring (control-plane/grpc/snapshot.ts of the `node` branch), as the last step of
- * `streamSnapshot`: `await streamCaptureEntities(tx, (e) => sink.entity(e));`
+ * Persons and groups carry free-form properties (up to MAX_PROPERTIES_BYTES each), so their
+ * pages are also cut at {@link PAGE_MAX_STORED_BYTES} of stored properties: a page of large
+ * persons stays a few MiB in memory whatever the row limit.
  */
-import type { Tx } from '../db/connect.js';
+import type { Sql } from '../db/connect.js';
 import {
-  groupEntity, groupEntityId, hashKeyOverrideEntityId, personEntity, type EntityKind, type GroupEntity,
+  groupEntity, groupEntityId, hashKeyOverrideEntityId, personEntity, type GroupEntity,
 } from '../change-log/entities.js';
+import type { SnapshotKey, SnapshotSource } from '../change-log/snapshot-source.js';
 
-/** Rows fetched per cursor round trip. */
-export const CAPTURE_SNAPSHOT_CURSOR_ROWS = 500;
+/** Stored (possibly compressed) property bytes after which a page of persons or groups ends. */
+export const PAGE_MAX_STORED_BYTES = 8 * 1024 * 1024;
 
-/** One snapshot entity (always an upsert), as the snapshot builder's sink takes it. */
-export interface CaptureSnapshotEntity { kind: EntityKind; entityId: string; projectId: number; payload: unknown }
+/** Persons by `persons.id`. */
+const persons: SnapshotSource = {
+  name: 'persons',
+  async page(sql: Sql, after: SnapshotKey | null, limit: number) {
+    const from = after === null ? 0 : Number(after[0]);
+    const rows = await sql<{ id: number; uuid: string; project_id: number; properties: Record<string, unknown>; distinct_ids: string[]; cohort_ids: string[] }[]>`
+      SELECT id, uuid, project_id, properties, distinct_ids, cohort_ids FROM (
+        SELECT p.id, p.uuid, p.project_id, p.properties,
+          ARRAY(SELECT d.distinct_id FROM person_distinct_ids d WHERE d.person_id = p.id) AS distinct_ids,
+          ARRAY(SELECT cp.cohort_id FROM cohort_people cp WHERE cp.person_id = p.id) AS cohort_ids,
+          sum(pg_column_size(p.properties)) OVER (ORDER BY p.id) - pg_column_size(p.properties) AS before
+        FROM persons p WHERE p.id > ${from} ORDER BY p.id LIMIT ${limit}) w
+      WHERE before < ${PAGE_MAX_STORED_BYTES} ORDER BY id`;
+    return rows.map((r) => ({ key: [r.id], kind: 'person' as const, entityId: r.uuid, projectId: r.project_id, payload: personEntity(r, r.distinct_ids) }));
+  },
+};
 
-/** Emits every person, group and hash-key override; the sink may return a promise (backpressure). */
-export async function streamCaptureEntities(tx: Tx, emit: (e: CaptureSnapshotEntity) => void | Promise<void>): Promise<void> {
-  const persons = tx<{ uuid: string; project_id: number; properties: Record<string, unknown>; distinct_ids: string[]; cohort_ids: string[] }[]>`
-    SELECT p.uuid, p.project_id, p.properties,
-      ARRAY(SELECT cp.cohort_id FROM cohort_people cp WHERE cp.person_id = p.id ORDER BY cp.cohort_id) AS cohort_ids,
-      coalesce(array_agg(d.distinct_id) FILTER (WHERE d.distinct_id IS NOT NULL), '{}') AS distinct_ids
-    FROM persons p LEFT JOIN person_distinct_ids d ON d.person_id = p.id
-    GROUP BY p.id ORDER BY p.id`.cursor(CAPTURE_SNAPSHOT_CURSOR_ROWS);
-  for await (const rows of persons) {
-    for (const r of rows) await emit({ kind: 'person', entityId: r.uuid, projectId: r.project_id, payload: personEntity(r, r.distinct_ids) });
-  }
-  const groups = tx<GroupEntity[]>`SELECT project_id, group_type_index, group_key, properties FROM groups
-    ORDER BY project_id, group_type_index, group_key`.cursor(CAPTURE_SNAPSHOT_CURSOR_ROWS);
-  for await (const rows of groups) {
-    for (const r of rows) {
-      await emit({ kind: 'group', entityId: groupEntityId(r.project_id, r.group_type_index, r.group_key), projectId: r.project_id, payload: groupEntity(r) });
-    }
-  }
-  const overrides = tx<{ project_id: number; person_uuid: string; feature_flag_key: string; hash_key: string }[]>`
-    SELECT o.project_id, p.uuid AS person_uuid, o.feature_flag_key, o.hash_key
-    FROM feature_flag_hash_key_overrides o JOIN persons p ON p.id = o.person_id
-    ORDER BY o.project_id, o.person_id, o.feature_flag_key`.cursor(CAPTURE_SNAPSHOT_CURSOR_ROWS);
-  for await (const rows of overrides) {
-    for (const r of rows) {
-      await emit({ kind: 'hash_key_override', entityId: hashKeyOverrideEntityId(r.project_id, r.person_uuid, r.feature_flag_key), projectId: r.project_id,
-        payload: { project_id: r.project_id, person_id: r.person_uuid, feature_flag_key: r.feature_flag_key, hash_key: r.hash_key } });
-    }
-  }
-}
+/** Groups by (project, type index, key). */
+const groups: SnapshotSource = {
+  name: 'groups',
+  async page(sql: Sql, after: SnapshotKey | null, limit: number) {
+    const [p, t, k] = after === null ? [-1, -1, ''] : [Number(after[0]), Number(after[1]), String(after[2])];
+    const rows = await sql<GroupEntity[]>`
+      SELECT project_id, group_type_index, group_key, properties FROM (
+        SELECT g.*, sum(pg_column_size(g.properties)) OVER (ORDER BY g.project_id, g.group_type_index, g.group_key) - pg_column_size(g.properties) AS before
+        FROM groups g WHERE (g.project_id, g.group_type_index, g.group_key) > (${p}, ${t}, ${k})
+        ORDER BY g.project_id, g.group_type_index, g.group_key LIMIT ${limit}) w
+      WHERE before < ${PAGE_MAX_STORED_BYTES} ORDER BY project_id, group_type_index, group_key`;
+    return rows.map((r) => ({
+      key: [r.project_id, r.group_type_index, r.group_key], kind: 'group' as const,
+      entityId: groupEntityId(r.project_id, r.group_type_index, r.group_key), projectId: r.project_id, payload: groupEntity(r),
+    }));
+  },
+};
+
+/** Hash-key overrides by (project, person row id, flag key). */
+const overrides: SnapshotSource = {
+  name: 'hash_key_overrides',
+  async page(sql: Sql, after: SnapshotKey | null, limit: number) {
+    const [p, person, flag] = after === null ? [-1, -1, ''] : [Number(after[0]), Number(after[1]), String(after[2])];
+    const rows = await sql<{ project_id: number; person_id: number; person_uuid: string; feature_flag_key: string; hash_key: string }[]>`
+      SELECT o.project_id, o.person_id, p.uuid AS person_uuid, o.feature_flag_key, o.hash_key
+      FROM feature_flag_hash_key_overrides o JOIN persons p ON p.id = o.person_id
+      WHERE (o.project_id, o.person_id, o.feature_flag_key) > (${p}, ${person}, ${flag})
+      ORDER BY o.project_id, o.person_id, o.feature_flag_key LIMIT ${limit}`;
+    return rows.map((r) => ({
+      key: [r.project_id, r.person_id, r.feature_flag_key], kind: 'hash_key_override' as const,
+      entityId: hashKeyOverrideEntityId(r.project_id, r.person_uuid, r.feature_flag_key), projectId: r.project_id,
+      payload: { project_id: r.project_id, person_id: r.person_uuid, feature_flag_key: r.feature_flag_key, hash_key: r.hash_key },
+    }));
+  },
+};
+
+/** The capture sources, in snapshot order (after the definitions). */
+export const CAPTURE_SNAPSHOT_SOURCES: readonly SnapshotSource[] = [persons, groups, overrides];

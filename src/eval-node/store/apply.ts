@@ -51,6 +51,8 @@ export interface StoreChange {
   op: 'upsert' | 'delete';
   /** Entity state for upserts; ignored for deletes. */
   payload: unknown;
+  /** The payload's msgpack as it arrived (grpc/payload.ts codec): stored as is, not re-encoded. */
+  raw?: Uint8Array;
 }
 
 /** Generation-prefixed key (see the table above). */
@@ -94,22 +96,26 @@ function unindex(dbs: StoreDbs, gen: number, kind: string, entityId: string, old
   }
 }
 
+/** Writes one key: `putSync` inside a write transaction, or a queued `put` (see {@link stageFresh}). */
+type Put = <V>(db: Database<V, GenKey>, key: GenKey, value: V) => void;
+const putSync: Put = (db, key, value) => { db.putSync(key, value); };
+
 /** Adds the secondary-index entries of an entity's new state. */
-function index(dbs: StoreDbs, gen: number, kind: string, entityId: string, entity: unknown): void {
+function index(dbs: StoreDbs, gen: number, kind: string, entityId: string, entity: unknown, put: Put): void {
   if (typeof entity !== 'object' || entity === null) return;
   if (kind === 'project') {
     const { api_token: token, id } = entity as { api_token?: unknown; id?: unknown };
-    if (typeof token === 'string') dbs.byToken.putSync([gen, keyPart(token)], typeof id === 'number' ? id : Number(entityId));
+    if (typeof token === 'string') put(dbs.byToken, [gen, keyPart(token)], typeof id === 'number' ? id : Number(entityId));
   } else if (kind === 'personal_api_key') {
     const hash = (entity as { secure_value?: unknown }).secure_value;
-    if (typeof hash === 'string') dbs.byKeyHash.putSync([gen, hash], entityId);
+    if (typeof hash === 'string') put(dbs.byKeyHash, [gen, hash], entityId);
   } else if (kind === 'person') {
     const { project_id: pid, distinct_ids: ids } = entity as { project_id?: unknown; distinct_ids?: unknown };
     if (typeof pid !== 'number' || !Array.isArray(ids)) return;
-    for (const d of ids) if (typeof d === 'string') dbs.byDistinctId.putSync([gen, pid, keyPart(d)], entityId);
+    for (const d of ids) if (typeof d === 'string') put(dbs.byDistinctId, [gen, pid, keyPart(d)], entityId);
   } else if (kind === 'hash_key_override') {
     const { project_id: pid, person_id: person, feature_flag_key: key } = entity as { project_id?: unknown; person_id?: unknown; feature_flag_key?: unknown };
-    if (typeof pid === 'number' && typeof person === 'string' && typeof key === 'string') dbs.overridesByPerson.putSync([gen, pid, keyPart(person)], key);
+    if (typeof pid === 'number' && typeof person === 'string' && typeof key === 'string') put(dbs.overridesByPerson, [gen, pid, keyPart(person)], key);
   }
 }
 
@@ -130,8 +136,8 @@ export function applyChange(dbs: StoreDbs, gen: number, change: StoreChange, rev
   unindex(dbs, gen, kind, entityId, dbs.entities.get(key));
   if (remove) dbs.entities.removeSync(key);
   else {
-    dbs.entities.putSync(key, change.payload);
-    index(dbs, gen, kind, entityId, change.payload);
+    dbs.entities.putSync(key, change.raw ?? change.payload);
+    index(dbs, gen, kind, entityId, change.payload, putSync);
   }
 
   if (DEFINITION_KINDS.has(kind)) {
@@ -155,4 +161,35 @@ export function applyChange(dbs: StoreDbs, gen: number, change: StoreChange, rev
   } else if (!CAPTURE_KINDS.has(kind)) {
     touched.add(change.projectId);
   }
+}
+
+/**
+ * Writes snapshot entities that are new to generation `gen` (a SnapshotChunk: every entity of a
+ * paged snapshot is read once, control-plane/grpc/snapshot.ts) as queued lmdb-js `put`s, with no
+ * read of a previous state: lmdb-js encodes them here and commits them on its write thread in
+ * one batch, in order, so the B-tree work leaves the event loop. `last` is put after them (the
+ * chunk's resume cursor: a crash can lose it with the chunk, never keep it without the chunk).
+ * Resolves when all are committed. Upserts only; deleted flags and cohorts are skipped.
+ * @throws (rejects) when lmdb refuses a write.
+ */
+export async function stageFresh(dbs: StoreDbs, gen: number, changes: readonly StoreChange[], revision: number,
+  touched: Set<number | null>, last?: () => Promise<unknown>): Promise<void> {
+  const pending: Promise<unknown>[] = [];
+  const put: Put = (db, key, value) => { pending.push(db.put(key, value)); };
+  for (const c of changes) {
+    if (c.op !== 'upsert' || isDeletedPayload(c.kind, c.payload)) continue;
+    const key = entityKey(gen, c.kind, c.entityId);
+    put(dbs.entities, key, (c.raw ?? c.payload) as never);
+    index(dbs, gen, c.kind, c.entityId, c.payload, put);
+    if (DEFINITION_KINDS.has(c.kind) && c.projectId !== null) {
+      put(dbs.byProject, [gen, c.projectId, c.kind], c.entityId);
+      put(dbs.owner, key, c.projectId);
+      put(dbs.defsRev, [gen, c.projectId], revision);
+      touched.add(c.projectId);
+    } else if (!DEFINITION_KINDS.has(c.kind) && !CAPTURE_KINDS.has(c.kind)) {
+      touched.add(c.projectId);
+    }
+  }
+  if (last) pending.push(last());
+  await Promise.all(pending);
 }

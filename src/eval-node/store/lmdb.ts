@@ -25,7 +25,7 @@ import type {
   CohortEntity, FeatureFlagEntity, GroupTypeMappingEntity, OrganizationEntity, PersonalApiKeyEntity, ProjectEntity,
 } from '../../control-plane/change-log/entities.js';
 import { unpackTrusted, encodePayload } from '../../grpc/payload.js';
-import { applyChange, entityKey, type GenKey, type StoreChange, type StoreDbs } from './apply.js';
+import { applyChange, entityKey, stageFresh, type GenKey, type StoreChange, type StoreDbs } from './apply.js';
 import { keyPart, wasDigested } from './key-part.js';
 import { prepareLmdbDir, restrictLmdbFiles } from './files.js';
 
@@ -56,9 +56,11 @@ export const DROP_CHUNK_KEYS = 5_000;
  * second argument (range reads); the codec copies everything it keeps. A value that does not
  * decode calls `onError` and throws {@link StoreCorruptionError}.
  */
-function entityCodec(onError: () => void): { encode(value: unknown): Buffer; decode(bytes: Uint8Array, size?: unknown): unknown } {
+function entityCodec(onError: () => void): { encode(value: unknown): Buffer | Uint8Array; decode(bytes: Uint8Array, size?: unknown): unknown } {
   return {
-    encode: (value) => encodePayload(value),
+    // Bytes are a payload already in this codec (StoreChange.raw): stored as they arrived. No
+    // entity is itself a byte array, so nothing else takes this path.
+    encode: (value) => (value instanceof Uint8Array ? value : encodePayload(value)),
     decode: (bytes, size) => {
       try {
         return unpackTrusted(Buffer.from(bytes.buffer, bytes.byteOffset, typeof size === 'number' ? size : bytes.length));
@@ -84,6 +86,8 @@ interface MetaState {
 
 const EMPTY_STATE: MetaState = Object.freeze({ gen: 0, revision: 0, complete: false, tenancy: 0 });
 const META_STATE = 'state';
+/** The snapshot being staged: [generation, begin revision, cursor of the last chunk or null]. */
+const META_STAGING = 'staging';
 const META_FORMAT = 'format';
 /** Kinds cached by {@link MetaState.tenancy}. */
 const TENANCY_KINDS: ReadonlySet<string> = new Set(['project', 'organization', 'personal_api_key']);
@@ -185,14 +189,30 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean; mapSize?
   };
 
   // Every write goes through this chain, so batches, snapshot steps and clean-up never overlap.
+  // The one exception: the last snapshot chunk's queued puts may still be committing on
+  // lmdb-js's write thread while the next chunk is encoded (`chunkInFlight`); every other
+  // operation waits for that commit first (`settle`).
   let queue: Promise<unknown> = Promise.resolve();
-  const enqueue = <T>(fn: () => Promise<T>): Promise<T> => {
-    const p = queue.then(fn);
+  let chunkInFlight: Promise<void> | null = null;
+  const settle = async (): Promise<void> => {
+    const p = chunkInFlight;
+    chunkInFlight = null;
+    if (p) await p;
+  };
+  const enqueue = <T>(fn: () => Promise<T>, overlapChunk = false): Promise<T> => {
+    const p = queue.then(async () => { if (!overlapChunk) await settle(); return fn(); });
     queue = p.catch(() => {});
     return p;
   };
-  let staging: { gen: number; revision: number; touched: Set<number | null> } | null = null;
+  let staging: { gen: number; revision: number; touched: Set<number | null>; cursor: Uint8Array | null; poisoned?: boolean } | null = null;
   let closed = false;
+  if (!readOnly) {
+    // A snapshot staged before a restart continues where it stopped (sync/client.ts resumes it).
+    const t = meta.get(META_STAGING) as [number, number, Uint8Array | null] | undefined;
+    if (t !== undefined && t[0] === mem.gen + 1) staging = { gen: t[0], revision: t[1], touched: new Set(), cursor: t[2] };
+    else if (t !== undefined) meta.removeSync(META_STAGING);
+  }
+  const putStaging = (s: NonNullable<typeof staging>): void => { meta.putSync(META_STAGING, [s.gen, s.revision, s.cursor]); };
 
   const writable = (): void => {
     if (readOnly) throw new StoreStateError('store opened read-only');
@@ -230,7 +250,7 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean; mapSize?
   };
 
   // Superseded state whose clean-up did not finish before a restart: drop it in the background.
-  // (Orphans of an interrupted snapshot, above the active generation, go with the next snapshot.)
+  // (A staged snapshot, above the active generation, is resumed or dropped by the next one.)
   if (!readOnly) dropOlderInBackground(state().gen);
 
   const store: WritableNodeStore = {
@@ -349,20 +369,47 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean; mapSize?
       writable();
       return enqueue(async () => {
         const active = mem.gen;
+        staging = null;
+        await root.transaction(() => { meta.removeSync(META_STAGING); });
         await dropOtherGenerations(active);
-        staging = { gen: active + 1, revision, touched: new Set() };
+        const next = { gen: active + 1, revision, touched: new Set<number | null>(), cursor: null };
+        await root.transaction(() => { putStaging(next); });
+        staging = next;
       });
     },
 
-    stageSnapshot(changes) {
+    stageSnapshot(changes, cursor) {
       writable();
+      const chunk = cursor !== undefined && changes.length > 0;
       return enqueue(async () => {
         const s = staging;
         if (!s) throw new StoreStateError('stageSnapshot without beginSnapshot');
+        if (chunk) {
+          // A chunk: entities new to the staged generation, written without reads (apply.ts);
+          // its puts are queued now and commit while the next chunk is decoded and encoded. A
+          // failed commit fails the next write, and the staged part is no longer offered for
+          // resuming (its persisted cursor could be past what committed).
+          const committed = stageFresh(dbs, s.gen, changes, s.revision, s.touched, () => meta.put(META_STAGING, [s.gen, s.revision, cursor]))
+            .then(() => { if (!s.poisoned) s.cursor = cursor; }, (err: unknown) => {
+              s.poisoned = true;
+              throw new StoreStateError(`a staged snapshot chunk did not commit: ${(err as Error).message}`);
+            });
+          committed.catch(() => { /* surfaced by the next write */ });
+          const previous = chunkInFlight;
+          chunkInFlight = committed;
+          if (previous) await previous;
+          return;
+        }
         await root.childTransaction(() => {
           for (const c of changes) applyChange(dbs, s.gen, c, s.revision, s.touched);
+          if (cursor !== undefined) putStaging({ ...s, cursor });
         });
-      });
+        if (cursor !== undefined) s.cursor = cursor;
+      }, chunk);
+    },
+
+    pendingSnapshot() {
+      return staging === null ? null : { revision: staging.revision, cursor: staging.poisoned ? null : staging.cursor };
     },
 
     commitSnapshot(revision) {
@@ -372,11 +419,12 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean; mapSize?
         if (!s) throw new StoreStateError('commitSnapshot without beginSnapshot');
         const previous = mem.gen;
         const touched = s.touched;
-        // Projects of the state being replaced are touched too (their definitions may vanish).
-        for (const { value } of dbs.byToken.getRange({ start: [previous], end: [previous + 1] })) touched.add(value);
+        // Projects of the state being replaced are touched too (their definitions may vanish), and
+        // every project of the new one (a resumed snapshot staged some before this process ran).
+        for (const g of [previous, s.gen]) for (const { value } of dbs.byToken.getRange({ start: [g], end: [g + 1] })) touched.add(value);
         touched.add(null);
         const next: MetaState = { gen: s.gen, revision, complete: true, tenancy: mem.tenancy + 1 };
-        await root.transaction(() => { putState(next); });
+        await root.transaction(() => { putState(next); meta.removeSync(META_STAGING); });
         mem = next;
         staging = null;
         defsCache.clear();
@@ -390,6 +438,7 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean; mapSize?
       writable();
       return enqueue(async () => {
         staging = null;
+        await root.transaction(() => { meta.removeSync(META_STAGING); });
         await dropOtherGenerations(mem.gen);
       });
     },
@@ -398,6 +447,7 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean; mapSize?
       if (closed) return;
       closed = true;
       await queue;
+      await settle().catch(() => { /* reported to the writer already */ });
       await root.close();
     },
   };

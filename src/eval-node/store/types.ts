@@ -88,11 +88,22 @@ export interface NodeStore {
 export interface WritableNodeStore extends NodeStore {
   /** Applies tail `changes` and sets `revision`, in one transaction. */
   applyBatch(changes: readonly StoreChange[], revision: number): Promise<void>;
-  /** Starts staging a snapshot taken at `revision` (drops any earlier unfinished one). */
+  /** Starts staging a snapshot begun at log revision `revision` (drops any earlier unfinished one). */
   beginSnapshot(revision: number): Promise<void>;
-  /** Stages snapshot entities (upserts) into the pending generation. @throws without beginSnapshot. */
-  stageSnapshot(changes: readonly StoreChange[]): Promise<void>;
-  /** Swaps the staged snapshot in: generation, revision and `complete_snapshot` in one transaction. */
+  /**
+   * Stages snapshot entities and replayed changes into the pending generation. With `cursor`
+   * the changes are one SnapshotChunk: entities not yet in the staged generation (each is sent
+   * once), written without reading a previous state, and the cursor is recorded after them, so
+   * {@link pendingSnapshot} never names more than is staged. @throws StoreStateError without
+   * beginSnapshot.
+   */
+  stageSnapshot(changes: readonly StoreChange[], cursor?: Uint8Array): Promise<void>;
+  /**
+   * The snapshot being staged, kept across streams and restarts so it can be resumed: its begin
+   * revision and the cursor of the last chunk staged (null before the first); null when none.
+   */
+  pendingSnapshot(): { revision: number; cursor: Uint8Array | null } | null;
+  /** Swaps the staged snapshot in at `revision`: generation, revision and `complete_snapshot` in one transaction. */
   commitSnapshot(revision: number): Promise<void>;
   /** Forgets the staged snapshot; the live state is untouched. */
   abortSnapshot(): Promise<void>;

@@ -2,10 +2,14 @@
  * The node's Watch client (DESIGN.md "Evaluation node"; STYLE.md rule 9): keeps the LMDB store
  * in step with the control plane's change log.
  *
- * One stream at a time: Watch(from_revision = store.revision()) with the cluster token, then
- * - SnapshotBegin → stage every Change into a new generation → SnapshotEnd → swap it in
- *   (one transaction); a stream that ends mid-snapshot discards the staged part, so the store
- *   keeps serving its previous complete state;
+ * One stream at a time: Watch(from_revision = store.revision(), resume = the store's pending
+ * snapshot) with the cluster token, then
+ * - SnapshotBegin → stage every SnapshotChunk (entities, with the chunk's cursor in the same
+ *   transaction) and Change into a new generation → SnapshotEnd → swap it in (one
+ *   transaction). The store keeps serving its previous complete state throughout. A stream that
+ *   ends mid-snapshot keeps the staged part: the next stream asks to resume it from the last
+ *   cursor staged (issue 17 item 2); when the server starts over (SnapshotBegin not `resumed`)
+ *   or answers with the tail, the staged part is dropped;
  * - tail Changes (single or in ChangeBatch messages) received in one event-loop turn → one `applyBatch` (one transaction, with the
  *   revision of the last one); changes at or below the store's revision are skipped;
  * - Heartbeat → the control plane's head, for the lag metric.
@@ -33,8 +37,9 @@ import type { Logger } from '../../log.js';
 import { switchyardService } from '../../grpc/loader.js';
 import { clusterTokenMetadata } from '../../grpc/metadata.js';
 import { decodePayload } from '../../grpc/payload.js';
-import { parseRevision, type ChangeMessage, type WatchEvent, type WatchRequest } from '../../grpc/messages.js';
-import type { StoreChange, WritableNodeStore } from '../store/lmdb.js';
+import { parseRevision, type ChangeMessage, type SnapshotChunkMessage, type WatchEvent, type WatchRequest } from '../../grpc/messages.js';
+import { Packr } from 'msgpackr';
+import { StoreStateError, type StoreChange, type WritableNodeStore } from '../store/lmdb.js';
 import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
 
 /** A stream with no event for this long is abandoned and reopened, in ms (server heartbeats every 10 s). */
@@ -70,6 +75,8 @@ export interface SyncState {
   snapshotStaged: number;
   /** Snapshots swapped in since start. */
   snapshotsApplied: number;
+  /** Snapshots continued from a staged part (SnapshotBegin.resumed) since start. */
+  snapshotsResumed: number;
   /** Streams opened since start. */
   streamsOpened: number;
   /** Status of the last failed stream, or null. */
@@ -102,16 +109,54 @@ export interface WatchClient {
   close(): Promise<void>;
 }
 
-/** Watch event → store change. @throws RevisionError on a malformed revision. */
+/** Watch event → store change (the payload bytes kept to be stored as they are). @throws RevisionError on a malformed revision. */
 function toStoreChange(c: ChangeMessage): StoreChange {
   const projectId = parseRevision(c.project_id);
+  const del = c.op === 'DELETE';
   return {
     kind: c.kind,
     entityId: c.entity_id,
     projectId: projectId === 0 ? null : projectId,
-    op: c.op === 'DELETE' ? 'delete' : 'upsert',
-    payload: c.op === 'DELETE' ? null : decodePayload(c.payload),
+    op: del ? 'delete' : 'upsert',
+    payload: del ? null : decodePayload(c.payload),
+    ...(del ? {} : { raw: c.payload }),
   };
+}
+
+/**
+ * What a SnapshotChunk counts for in the queue bound (its entities are not counted before it is
+ * decoded): the server's largest chunk, so a paused stream holds a few chunks at most.
+ */
+export const CHUNK_QUEUE_WEIGHT = 5_000;
+
+/** Changes an event adds to the queue (see {@link QUEUE_HIGH_WATER}). */
+function queueWeight(ev: WatchEvent): number {
+  if (ev.event === 'change') return 1;
+  if (ev.event === 'changes') return ev.changes.changes.length;
+  return ev.event === 'snapshot_chunk' ? CHUNK_QUEUE_WEIGHT : 0;
+}
+
+/** Plain msgpack for the chunk envelope (its payloads are bins, decoded one by one with {@link decodePayload}). */
+const chunkUnpackr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true });
+
+/** A snapshot entity as it travels in a chunk: [kind, entity_id, project_id, payload]. */
+type ChunkTuple = [string, string, number, Uint8Array];
+
+/**
+ * The entities of a SnapshotChunk (control-plane/grpc/snapshot.ts) as Change messages, for the
+ * same decode-or-skip path as the tail. @throws when the envelope is not an array of tuples.
+ */
+function chunkChanges(chunk: SnapshotChunkMessage, revision: number): ChangeMessage[] {
+  const tuples = chunkUnpackr.unpack(chunk.entities) as unknown;
+  if (!Array.isArray(tuples)) throw new Error('SnapshotChunk.entities is not a msgpack array');
+  const rev = String(revision);
+  return (tuples as ChunkTuple[]).map((t) => {
+    if (!Array.isArray(t) || t.length !== 4 || typeof t[0] !== 'string' || typeof t[1] !== 'string' || typeof t[2] !== 'number' || !(t[3] instanceof Uint8Array)) {
+      throw new Error('SnapshotChunk entity is not [kind, entity_id, project_id, payload]');
+    }
+    const payload = Buffer.isBuffer(t[3]) ? t[3] : Buffer.from(t[3].buffer, t[3].byteOffset, t[3].byteLength);
+    return { revision: rev, kind: t[0], entity_id: t[1], project_id: String(t[2]), op: 'UPSERT', payload };
+  });
 }
 
 /** Starts syncing `store` from the control plane; returns at once (connects in the background). */
@@ -134,7 +179,7 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
 
   const st: SyncState = {
     connected: false, revision: store.revision(), controlPlaneRevision: 0, lag: 0, lastChangeAtMs: null,
-    snapshotting: false, snapshotStaged: 0, snapshotsApplied: 0, streamsOpened: 0, lastError: null,
+    snapshotting: false, snapshotStaged: 0, snapshotsApplied: 0, snapshotsResumed: 0, streamsOpened: 0, lastError: null,
     skippedChanges: 0, lastSkippedRevision: 0,
   };
   let closed = false;
@@ -192,14 +237,19 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
     }
     if (store.revision() < revision) await store.applyBatch([], revision);
   };
-  /** Stages snapshot entities, skipping (and reporting) those that cannot be decoded or written. */
-  const stageIsolated = async (changes: readonly ChangeMessage[]): Promise<void> => {
+  /**
+   * Stages snapshot entities (and `cursor`, when they are a chunk), skipping (and reporting)
+   * those that cannot be decoded or written.
+   */
+  const stageIsolated = async (changes: readonly ChangeMessage[], cursor?: Uint8Array): Promise<void> => {
     const decoded: [ChangeMessage, StoreChange][] = [];
     for (const c of changes) { const sc = decodeOrSkip(c); if (sc !== null) decoded.push([c, sc]); }
     try {
-      await store.stageSnapshot(decoded.map((d) => d[1]));
+      await store.stageSnapshot(decoded.map((d) => d[1]), cursor);
       return;
     } catch (err) {
+      // The store, not these entities, failed (an earlier chunk's commit): end the stream.
+      if (err instanceof StoreStateError) throw err;
       log.warn({ err, changes: decoded.length }, 'snapshot chunk failed; staging its entities one by one');
     }
     let failed = 0;
@@ -208,6 +258,7 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
     }
     // Not one entity could be written: the store is failing, not the entities.
     if (failed === decoded.length && failed > 1) throw new Error('snapshot staging fails for every entity');
+    if (cursor !== undefined) await store.stageSnapshot([], cursor);
   };
 
   /** Runs one stream to its end; resolves whether it made progress (see the module doc). */
@@ -216,7 +267,11 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
     const startRevision = store.revision();
     let completedSnapshot = false;
     let failedApplying = false;
-    const request: WatchRequest = { from_revision: String(store.revision()), node_id: opts.nodeId };
+    const pending = store.pendingSnapshot();
+    const request: WatchRequest = {
+      from_revision: String(store.revision()), node_id: opts.nodeId,
+      resume: pending?.cursor ? { revision: String(pending.revision), cursor: Buffer.from(pending.cursor) } : null,
+    };
     const call = (client as unknown as { Watch(req: WatchRequest, md: grpc.Metadata): grpc.ClientReadableStream<WatchEvent> }).Watch(request, metadata);
     current = call;
     st.streamsOpened++;
@@ -263,12 +318,22 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
           case 'snapshot_begin': {
             queue.shift();
             const revision = parseRevision(ev.snapshot_begin.revision);
-            await store.beginSnapshot(revision);
+            const resumed = ev.snapshot_begin.resumed && store.pendingSnapshot()?.revision === revision;
+            if (resumed) st.snapshotsResumed++;
+            else { await store.beginSnapshot(revision); st.snapshotStaged = 0; }
             snapshot = { revision };
             st.snapshotting = true;
-            st.snapshotStaged = 0;
             seen(revision);
-            log.info({ revision }, 'receiving snapshot');
+            log.info({ revision, resumed }, resumed ? 'resuming snapshot' : 'receiving snapshot');
+            break;
+          }
+          case 'snapshot_chunk': {
+            queue.shift();
+            if (!snapshot) throw new Error('SnapshotChunk outside a snapshot');
+            queuedChanges -= CHUNK_QUEUE_WEIGHT;
+            const changes = chunkChanges(ev.snapshot_chunk, snapshot.revision);
+            await stageIsolated(changes, ev.snapshot_chunk.cursor);
+            st.snapshotStaged += changes.length;
             break;
           }
           case 'change':
@@ -278,6 +343,8 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
               await stageIsolated(batch);
               st.snapshotStaged += batch.length;
             } else {
+              // The server tails instead of resuming: what was staged is not needed.
+              if (store.pendingSnapshot() !== null) await store.abortSnapshot();
               const from = store.revision();
               const fresh = batch.filter((c) => parseRevision(c.revision) > from);
               if (fresh.length > 0) {
@@ -292,7 +359,7 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
           case 'snapshot_end': {
             queue.shift();
             const revision = parseRevision(ev.snapshot_end.revision);
-            if (!snapshot || snapshot.revision !== revision) throw new Error(`SnapshotEnd ${revision} without matching SnapshotBegin`);
+            if (!snapshot || revision < snapshot.revision) throw new Error(`SnapshotEnd ${revision} without matching SnapshotBegin`);
             await store.commitSnapshot(revision);
             snapshot = null;
             st.snapshotting = false;
@@ -337,10 +404,9 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
       current = null;
       st.connected = false;
       if (snapshot) {
-        log.warn({ revision: snapshot.revision, staged: st.snapshotStaged }, 'stream ended mid-snapshot; discarding staged part');
+        log.warn({ revision: snapshot.revision, staged: st.snapshotStaged }, 'stream ended mid-snapshot; the next stream resumes it');
         snapshot = null;
         st.snapshotting = false;
-        await store.abortSnapshot().catch((err: unknown) => log.error({ err }, 'discarding staged snapshot failed'));
       }
       const healthy = delivered && !failedApplying && Date.now() - openedAt >= HEALTHY_STREAM_MS;
       resolve(store.revision() > startRevision || completedSnapshot || healthy);
@@ -351,7 +417,7 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
       armIdle();
       noteRevision(ev);
       queue.push(ev);
-      queuedChanges += ev.event === 'change' ? 1 : ev.event === 'changes' ? ev.changes.changes.length : 0;
+      queuedChanges += queueWeight(ev);
       if (!paused && queuedChanges >= QUEUE_HIGH_WATER) { paused = true; call.pause(); }
       schedule();
     });

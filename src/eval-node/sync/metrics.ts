@@ -22,6 +22,7 @@ export function renderSyncMetrics(state: SyncState, ready: boolean): string {
     state.lastChangeAtMs === null ? 0 : state.lastChangeAtMs / 1000);
   metric('switchyard_node_sync_snapshotting', 'gauge', '1 while a snapshot is being staged.', state.snapshotting ? 1 : 0);
   metric('switchyard_node_sync_snapshots_applied_total', 'counter', 'Snapshots swapped in since start.', state.snapshotsApplied);
+  metric('switchyard_node_sync_snapshots_resumed_total', 'counter', 'Snapshots continued from a staged part after a dropped stream or a restart.', state.snapshotsResumed);
   metric('switchyard_node_sync_streams_opened_total', 'counter', 'Watch streams opened since start (reconnects + 1).', state.streamsOpened);
   metric('switchyard_node_sync_skipped_changes_total', 'counter', 'Changes skipped because they could not be decoded or applied (each logged with its revision).', state.skippedChanges);
   metric('switchyard_node_sync_last_skipped_revision', 'gauge', 'Revision of the last skipped change (0 = none).', state.lastSkippedRevision);

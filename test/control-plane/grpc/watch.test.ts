@@ -8,7 +8,9 @@ import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import { switchyardService } from '../../../src/grpc/loader.js';
 import { clusterTokenMetadata } from '../../../src/control-plane/grpc/auth.js';
-import { snapshotReason, type SnapshotReason } from '../../../src/control-plane/grpc/watch.js';
+import { canResume, snapshotReason, type SnapshotReason } from '../../../src/control-plane/grpc/watch.js';
+import { decodeCursor, encodeCursor, SNAPSHOT_SOURCES } from '../../../src/control-plane/grpc/snapshot.js';
+import { Packr } from 'msgpackr';
 import { decodePayload, encodePayload } from '../../../src/grpc/payload.js';
 import { currentRevision } from '../../../src/control-plane/change-log/store.js';
 import type { ChangeMessage, WatchEvent } from '../../../src/grpc/messages.js';
@@ -41,10 +43,12 @@ function rawClient(fx: SyncFixture): grpc.Client & Record<string, any> {
   return new Service(fx.config.controlPlane, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>;
 }
 
-function watch(fx: SyncFixture, from: number | string, token: string | null = fx.config.clusterToken): RawWatch {
+function watch(fx: SyncFixture, from: number | string, token: string | null = fx.config.clusterToken,
+  resume: { revision: number; cursor: Buffer } | null = null): RawWatch {
   const client = rawClient(fx);
   const md = token === null ? new grpc.Metadata() : clusterTokenMetadata(token);
-  const call: grpc.ClientReadableStream<WatchEvent> = client.Watch({ from_revision: String(from), node_id: 'raw' }, md);
+  const call: grpc.ClientReadableStream<WatchEvent> = client.Watch({ from_revision: String(from), node_id: 'raw',
+    resume: resume && { revision: String(resume.revision), cursor: resume.cursor } }, md);
   const events: WatchEvent[] = [];
   call.on('data', (e: WatchEvent) => events.push(e));
   call.on('error', () => {});
@@ -69,6 +73,15 @@ async function seed(fx: SyncFixture): Promise<{ p1: number }> {
 /** Every Change in `events`, whether sent alone or in a ChangeBatch. */
 function changesOf(events: WatchEvent[]): ChangeMessage[] {
   return events.flatMap((e) => (e.event === 'change' ? [e.change] : e.event === 'changes' ? e.changes.changes : []));
+}
+
+const chunkUnpackr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true });
+
+/** The entities of every SnapshotChunk in `events`, decoded (payload as msgpack bytes, like a Change). */
+function snapshotEntities(events: WatchEvent[]): { kind: string; entity_id: string; project_id: number; payload: Buffer }[] {
+  return events.flatMap((e) => (e.event === 'snapshot_chunk'
+    ? (chunkUnpackr.unpack(e.snapshot_chunk.entities) as [string, string, number, Buffer][]).map(([kind, entity_id, project_id, payload]) => ({ kind, entity_id, project_id, payload }))
+    : []));
 }
 
 const heartbeatAt = (events: WatchEvent[], rev: number): boolean =>
@@ -115,16 +128,14 @@ test('from_revision 0: SnapshotBegin, every live entity at the head revision, Sn
     assert.ok(endAt > 0);
     const begin = w.events[0] as Extract<WatchEvent, { event: 'snapshot_begin' }>;
     assert.equal(Number(begin.snapshot_begin.revision), head);
-    const changes = changesOf(w.events.slice(1, endAt));
-    assert.deepEqual(changes.map((c) => c.kind).sort(), ['cohort', 'feature_flag', 'feature_flag', 'group_type_mapping', 'organization', 'project'].sort(),
+    assert.equal(Number((w.events[endAt] as Extract<WatchEvent, { event: 'snapshot_end' }>).snapshot_end.revision), head, 'nothing to replay');
+    assert.deepEqual(changesOf(w.events.slice(1, endAt)), [], 'no change after the snapshot began');
+    const entities = snapshotEntities(w.events.slice(1, endAt));
+    assert.deepEqual(entities.map((c) => c.kind).sort(), ['cohort', 'feature_flag', 'feature_flag', 'group_type_mapping', 'organization', 'project'].sort(),
       'soft-deleted flag left out');
-    for (const c of changes) {
-      assert.equal(Number(c.revision), head);
-      assert.equal(c.op, 'UPSERT');
-    }
-    const b = changes.find((c) => c.kind === 'feature_flag' && (decodePayload(c.payload) as { key: string }).key === 'b')!;
+    const b = entities.find((c) => c.kind === 'feature_flag' && (decodePayload(c.payload) as { key: string }).key === 'b')!;
     assert.equal((decodePayload(b.payload) as { active: boolean; version: number }).active, false);
-    assert.equal(changes.find((c) => c.kind === 'organization')!.project_id, '0', 'cluster-wide entities carry project 0');
+    assert.equal(entities.find((c) => c.kind === 'organization')!.project_id, 0, 'cluster-wide entities carry project 0');
   } finally {
     await fx.close();
   }
@@ -191,16 +202,17 @@ test('past the fixed threshold a node still replays the tail while it is shorter
   }
 });
 
-test('snapshot entities and tail pages travel in ChangeBatch messages of bounded size', async () => {
+test('snapshot entities travel in SnapshotChunks, tail pages in ChangeBatch messages, both of bounded size', async () => {
   const fx = await syncFixture();
   try {
     await seed(fx);
-    await fx.startServer({ batchMaxChanges: 2 });
+    await fx.startServer({ batchMaxChanges: 2, chunkMaxEntities: 2 });
     const w = watch(fx, 0);
     const head = await currentRevision(fx.db.sql);
     await waitFor('caught up', () => heartbeatAt(w.events, head));
-    const batches = w.events.filter((e) => e.event === 'changes').map((e) => (e as Extract<WatchEvent, { event: 'changes' }>).changes.changes.length);
-    assert.deepEqual(batches, [2, 2, 2], '6 live entities in batches of 2');
+    const chunks = w.events.filter((e) => e.event === 'snapshot_chunk').map((e) => snapshotEntities([e]).length);
+    assert.deepEqual(chunks, [2, 2, 2], '6 live entities in chunks of 2');
+    assert.equal(w.events.some((e) => e.event === 'changes'), false);
     const w2 = watch(fx, head - 5);
     await waitFor('tail caught up', () => heartbeatAt(w2.events, head));
     assert.deepEqual(w2.events.filter((e) => e.event !== 'heartbeat').map((e) => (e.event === 'changes' ? e.changes.changes.length : 1)), [2, 2, 1]);
@@ -265,12 +277,86 @@ test('Ingest checks the token; with it, a batch is acknowledged once committed a
       WHERE d.distinct_id = 'grpc-user'`;
     assert.ok(person, 'committed before the ack');
     const w = watch(fx, 0);
-    await waitFor('person in the snapshot', () => changesOf(w.events).some((c) => c.kind === 'person'));
+    await waitFor('person in the snapshot', () => snapshotEntities(w.events).some((c) => c.kind === 'person'));
     w.cancel();
-    const change = changesOf(w.events).find((c) => c.kind === 'person')!;
+    const change = snapshotEntities(w.events).find((c) => c.kind === 'person')!;
     assert.equal(change.entity_id, person!.uuid);
     assert.deepEqual(decodePayload(change.payload), { id: person!.uuid, project_id: projectId, distinct_ids: ['grpc-user'], properties: { plan: 'pro' } });
     client.close();
+  } finally {
+    await fx.close();
+  }
+});
+
+test('cursors: what the server wrote it reads back; anything else starts the snapshot over', () => {
+  for (const c of [{ source: 0, after: null }, { source: 6, after: [42] }, { source: 7, after: [3, 1, 'acme'] }, { source: SNAPSHOT_SOURCES.length, after: null }]) {
+    assert.deepEqual(decodeCursor(encodeCursor(c)), c);
+  }
+  for (const bad of [Buffer.alloc(0), Buffer.from([0xc1]), encodePayload({ source: 1 }), encodePayload([SNAPSHOT_SOURCES.length + 1, null]),
+    encodePayload([0, [{}]]), encodePayload([0, []]), encodePayload([-1, null]), Buffer.alloc(5000)]) {
+    assert.equal(decodeCursor(bad), null, bad.toString('hex').slice(0, 40));
+  }
+  assert.equal(canResume(10, 20, 1), true);
+  assert.equal(canResume(10, 20, 11), true, 'every revision after 10 is still there');
+  assert.equal(canResume(10, 20, 12), false, 'revision 11 was pruned');
+  assert.equal(canResume(21, 20, 1), false, 'begun above the head: another database');
+});
+
+test('a paged snapshot replays the changes made while its pages were read, and resumes from a chunk cursor', async () => {
+  const fx = await syncFixture();
+  try {
+    const { p1 } = await seed(fx);
+    const early = await seedFlag(fx.db.sql, p1, 'early');
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => { release = r; });
+    let hold = true;
+    // Pause after the first chunk (organization + project), then change the state underneath.
+    await fx.startServer({ chunkMaxEntities: 2, afterSnapshotEvent: async (sent) => { if (sent === 2 && hold) await held; } });
+    const r0 = await currentRevision(fx.db.sql);
+    const w = watch(fx, 0);
+    await waitFor('first chunk', () => w.events.some((e) => e.event === 'snapshot_chunk'));
+    const firstCursor = (w.events.find((e) => e.event === 'snapshot_chunk') as Extract<WatchEvent, { event: 'snapshot_chunk' }>).snapshot_chunk.cursor;
+    const late = await seedFlag(fx.db.sql, p1, 'late');
+    await updateFlag(fx.db.sql, early, { active: false });
+    await updateFlag(fx.db.sql, early, { deleted: true });
+    const head = await currentRevision(fx.db.sql);
+    hold = false;
+    release();
+    await waitFor('snapshot end', () => w.events.some((e) => e.event === 'snapshot_end'));
+    w.cancel();
+    const begin = w.events[0] as Extract<WatchEvent, { event: 'snapshot_begin' }>;
+    assert.equal(Number(begin.snapshot_begin.revision), r0);
+    assert.equal(begin.snapshot_begin.resumed, false);
+    const end = w.events.find((e) => e.event === 'snapshot_end') as Extract<WatchEvent, { event: 'snapshot_end' }>;
+    assert.equal(Number(end.snapshot_end.revision), head, 'ends at the head after the replay');
+    assert.deepEqual(changesOf(w.events).map((c) => Number(c.revision)), Array.from({ length: head - r0 }, (_, i) => r0 + 1 + i), 'every change after R0, in order');
+    // Folding pages then replayed changes gives the live flags: 'late' in, 'early' out.
+    const flags = new Map<string, string>();
+    for (const e of snapshotEntities(w.events)) if (e.kind === 'feature_flag') flags.set(e.entity_id, (decodePayload(e.payload) as { key: string }).key);
+    for (const c of changesOf(w.events)) {
+      if (c.kind !== 'feature_flag') continue;
+      const f = decodePayload(c.payload) as { key: string; deleted: boolean };
+      if (c.op === 'DELETE' || f.deleted) flags.delete(c.entity_id); else flags.set(c.entity_id, f.key);
+    }
+    assert.deepEqual([...flags.values()].sort(), ['a', 'b', 'late']);
+    assert.ok(flags.has(String(late)));
+
+    // Resuming after the first chunk: the rest only, marked resumed, ending at the head again.
+    const r = watch(fx, 0, fx.config.clusterToken, { revision: r0, cursor: firstCursor });
+    await waitFor('resumed snapshot end', () => r.events.some((e) => e.event === 'snapshot_end'));
+    r.cancel();
+    assert.equal((r.events[0] as Extract<WatchEvent, { event: 'snapshot_begin' }>).snapshot_begin.resumed, true);
+    const resumedKinds = snapshotEntities(r.events).map((e) => e.kind);
+    assert.equal(resumedKinds.includes('organization'), false, 'the first chunk is not sent again');
+    assert.ok(resumedKinds.includes('feature_flag'));
+    assert.equal(Number((r.events.find((e) => e.event === 'snapshot_end') as Extract<WatchEvent, { event: 'snapshot_end' }>).snapshot_end.revision), head);
+
+    // A cursor from a begin revision above the head (another database) starts over.
+    const o = watch(fx, 0, fx.config.clusterToken, { revision: head + 100, cursor: firstCursor });
+    await waitFor('fresh snapshot', () => o.events.some((e) => e.event === 'snapshot_end'));
+    o.cancel();
+    assert.equal((o.events[0] as Extract<WatchEvent, { event: 'snapshot_begin' }>).snapshot_begin.resumed, false);
+    assert.equal(Number((o.events[0] as Extract<WatchEvent, { event: 'snapshot_begin' }>).snapshot_begin.revision), head);
   } finally {
     await fx.close();
   }

@@ -258,3 +258,48 @@ test('a superseded generation is deleted in the background while batches keep ap
     }
   });
 });
+
+test('a staged snapshot survives a reopen with the cursor of its last chunk, continues, and swaps in whole', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-lmdb-'));
+  try {
+    let s = openNodeStore(dir);
+    await snapshot(s, 3, [base[0]!, base[1]!, up('feature_flag', 10, 1, flag(10, 1, { key: 'old' }))]);
+    await s.beginSnapshot(9);
+    assert.deepEqual(s.pendingSnapshot(), { revision: 9, cursor: null });
+    // Chunks carry entities new to the staged generation; each records its cursor after them.
+    await s.stageSnapshot(base.slice(0, 3), Buffer.from('cursor-1'));
+    await s.stageSnapshot(base.slice(3, 5), Buffer.from('cursor-2'));
+    await s.close();
+
+    s = openNodeStore(dir);
+    assert.deepEqual(s.pendingSnapshot(), { revision: 9, cursor: Buffer.from('cursor-2') }, 'the last chunk staged');
+    assert.equal(s.revision(), 3, 'the live state is the previous one');
+    assert.equal(s.definitions(1).flags[0]!.key, 'old');
+    assert.equal(s.projectByToken('phc_two'), undefined, 'staged entities stay invisible');
+    await s.stageSnapshot(base.slice(5), Buffer.from('cursor-3'));
+    await s.stageSnapshot([up('feature_flag', 11, 1, flag(11, 1, { key: 'replayed' })), del('feature_flag', 20, 2)]);
+    await s.commitSnapshot(12);
+    assert.equal(s.pendingSnapshot(), null);
+    assert.equal(s.revision(), 12);
+    assert.deepEqual(s.definitions(1).flags.map((f) => f.key), ['f10', 'replayed']);
+    assert.deepEqual(s.definitions(2).flags, []);
+    assert.equal(s.projectByToken('phc_two')?.id, 2, 'entities of the chunks staged before the reopen are live');
+    assert.equal(s.personalApiKeyByHash('sha256$aa')?.id, 'k1');
+    await s.close();
+
+    s = openNodeStore(dir);
+    assert.equal(s.pendingSnapshot(), null, 'nothing pending after the swap');
+    assert.equal(s.revision(), 12);
+    await s.beginSnapshot(20);
+    await s.stageSnapshot(base.slice(0, 2), Buffer.from('c'));
+    await s.abortSnapshot();
+    assert.equal(s.pendingSnapshot(), null, 'an aborted snapshot is forgotten');
+    await s.close();
+    s = openNodeStore(dir);
+    assert.equal(s.pendingSnapshot(), null);
+    assert.equal(s.projectByToken('phc_one')?.id, 1);
+    await s.close();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

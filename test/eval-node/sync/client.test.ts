@@ -8,8 +8,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { createPersonalApiKey } from '../../../src/control-plane/keys/store.js';
-import { currentRevision } from '../../../src/control-plane/change-log/store.js';
-import { openNodeStore } from '../../../src/eval-node/store/lmdb.js';
+import { appendChanges, currentRevision } from '../../../src/control-plane/change-log/store.js';
+import { organizationEntity } from '../../../src/control-plane/quota/service.js';
+import { openNodeStore, type WritableNodeStore } from '../../../src/eval-node/store/lmdb.js';
 import { nodeStorePath } from '../../../src/eval-node/node.js';
 import { seedCohort, seedFlag, seedGroupType, seedOrganization, seedProject, seedUser, updateFlag } from '../../support/seed.js';
 import { assertStoreMatchesTables, syncFixture, waitForHead, type SyncFixture } from '../../support/sync.js';
@@ -172,7 +173,7 @@ test('a snapshot interrupted midway leaves the previous complete state in place'
     // The server stalls after sending SnapshotBegin and 4 entities (two batches), then is killed.
     let release: () => void = () => {};
     const stalled = new Promise<void>((r) => { release = r; });
-    await fx.startServer({ maxTailChanges: 3, tailPerSnapshotRow: 0, batchMaxChanges: 2, afterSnapshotEvent: (sent) => (sent === 4 ? stalled : Promise.resolve()) });
+    await fx.startServer({ maxTailChanges: 3, tailPerSnapshotRow: 0, chunkMaxEntities: 2, afterSnapshotEvent: (sent) => (sent === 4 ? stalled : Promise.resolve()) });
     node = await fx.startNode();
     await waitFor('4 entities staged', () => node.sync.state().snapshotting && node.sync.state().snapshotStaged >= 4);
     assert.equal(node.store.revision(), before, 'staged entities are invisible');
@@ -199,6 +200,58 @@ test('a snapshot interrupted midway leaves the previous complete state in place'
     await fx.close();
   }
 });
+
+test('a new node\'s bootstrap resumes after a dropped stream and a restart of both sides, from the last chunk it stored', async () => {
+  const fx = await syncFixture();
+  try {
+    const w = await seedWorld(fx);
+    for (let i = 0; i < 6; i++) await seedFlag(fx.db.sql, w.p1.id, `bulk-${i}`);
+    // The server stalls after 4 entities (two chunks of 2), then the node and the server stop.
+    let release: () => void = () => {};
+    const stalled = new Promise<void>((r) => { release = r; });
+    const sentFirst: number[] = [];
+    await fx.startServer({ chunkMaxEntities: 2, afterSnapshotEvent: (sent) => { sentFirst.push(sent); return sent === 4 ? stalled : Promise.resolve(); } });
+    let node = await fx.startNode();
+    await waitFor('4 entities staged', () => node.sync.state().snapshotStaged >= 4);
+    assert.equal(node.store.hasCompleteSnapshot(), false);
+    assert.deepEqual((node.store as WritableNodeStore).pendingSnapshot()?.revision, await currentRevision(fx.db.sql));
+    await node.close();
+    await fx.stopServer();
+    release();
+
+    // Meanwhile the state moves on: a new flag, one deleted, one of the first chunks' entities changed.
+    await seedFlag(fx.db.sql, w.p1.id, 'while-down');
+    await updateFlag(fx.db.sql, w.flagIds[0]!, { deleted: true });
+    await fx.db.sql.begin(async (tx) => {
+      const [o] = await tx<{ id: number; name: string; monthly_flag_requests_limit: number | null; quota_limited: boolean }[]>`
+        UPDATE organizations SET name = 'renamed while down' WHERE id = ${w.orgId} RETURNING id, name, monthly_flag_requests_limit, quota_limited`;
+      await appendChanges(tx, [{ projectId: null, kind: 'organization', entityId: String(o!.id), op: 'upsert', payload: organizationEntity(o!) }]);
+    });
+
+    const sentSecond: number[] = [];
+    await fx.startServer({ chunkMaxEntities: 2, afterSnapshotEvent: async (sent) => { sentSecond.push(sent); } });
+    node = await fx.startNode();
+    await waitForHead(fx.db, node.store);
+    assert.equal(node.sync.state().snapshotsResumed, 1, 'resumed, not started over');
+    assert.equal(node.sync.state().snapshotsApplied, 1);
+    assert.equal((node.store as WritableNodeStore).pendingSnapshot(), null);
+    assert.equal(sentFirst[sentFirst.length - 1], 4);
+    assert.equal(sentSecond[sentSecond.length - 1], (await countLiveEntities(fx)) - 4, 'the 4 staged entities are not sent again');
+    assert.equal(node.store.organization(w.orgId)?.name, 'renamed while down', 'a change to an entity of the staged part is replayed');
+    await assertStoreMatchesTables(fx.db, node.store);
+  } finally {
+    await fx.close();
+  }
+});
+
+/** Entities a full snapshot of the fixture's tables holds now. */
+async function countLiveEntities(fx: SyncFixture): Promise<number> {
+  const [r] = await fx.db.sql<{ n: number }[]>`SELECT (
+    (SELECT count(*) FROM organizations) + (SELECT count(*) FROM projects) + (SELECT count(*) FROM group_type_mappings)
+    + (SELECT count(*) FROM cohorts WHERE NOT deleted) + (SELECT count(*) FROM feature_flags WHERE NOT deleted)
+    + (SELECT count(*) FROM personal_api_keys k JOIN users u ON u.id = k.user_id WHERE u.is_active))::int AS n`;
+  return r!.n;
+}
 
 test('a stream silent for longer than the idle timeout is reopened from the store revision', async () => {
   const fx = await syncFixture();

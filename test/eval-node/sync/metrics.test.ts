@@ -5,7 +5,7 @@ import type { SyncState } from '../../../src/eval-node/sync/client.js';
 
 const state: SyncState = {
   connected: true, revision: 40, controlPlaneRevision: 42, lag: 2, lastChangeAtMs: 1_700_000_000_500,
-  snapshotting: false, snapshotStaged: 0, snapshotsApplied: 1, streamsOpened: 3, lastError: null,
+  snapshotting: false, snapshotStaged: 0, snapshotsApplied: 1, snapshotsResumed: 1, streamsOpened: 3, lastError: null,
   skippedChanges: 2, lastSkippedRevision: 39,
 };
 
@@ -21,6 +21,7 @@ test('renderSyncMetrics prints one sample per metric with HELP and TYPE', () => 
     switchyard_node_sync_last_change_timestamp_seconds: '1700000000.5',
     switchyard_node_sync_snapshotting: '0',
     switchyard_node_sync_snapshots_applied_total: '1',
+    switchyard_node_sync_snapshots_resumed_total: '1',
     switchyard_node_sync_streams_opened_total: '3',
     switchyard_node_sync_skipped_changes_total: '2',
     switchyard_node_sync_last_skipped_revision: '39',
