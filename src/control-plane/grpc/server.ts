@@ -5,7 +5,7 @@
  * - `ReportUsage` (usage.ts): nodes' /flags request counts into the quota service;
  * - `Ingest` (ingest.ts): event batches from nodes' capture outboxes, acknowledged after commit.
  *
- * The server also prunes the change log every {@link PRUNE_INTERVAL_MS} (change-log/retention.ts;
+ * The server also compacts and prunes the change log every {@link PRUNE_INTERVAL_MS} (change-log/retention.ts;
  * safe on every replica at once), since the log it serves is what needs the retention.
  *
  * Keep-alive: HTTP/2 pings every {@link KEEPALIVE_TIME_MS}, connection dropped when one is not
@@ -21,7 +21,7 @@ import { startChangeFeed } from './change-feed.js';
 import { createWatchHandler, type WatchOptions } from './watch.js';
 import { createIngestHandler } from './ingest.js';
 import { createReportUsageHandler } from './usage.js';
-import { pruneChangeLog } from '../change-log/retention.js';
+import { compactChangeLog, pruneChangeLog } from '../change-log/retention.js';
 
 /** Interval between HTTP/2 keep-alive pings on idle connections, in milliseconds. */
 export const KEEPALIVE_TIME_MS = 30_000;
@@ -85,10 +85,10 @@ export async function startGrpcServer(deps: GrpcServerDeps): Promise<GrpcServer>
   }
   log.info({ port }, 'gRPC server listening');
   const prune = setInterval(() => {
-    pruneChangeLog(sql).then(
-      (n) => { if (n > 0) log.info({ deleted: n }, 'change log pruned'); },
-      (err: unknown) => log.warn({ err }, 'change-log pruning failed'),
-    );
+    compactChangeLog(sql).then(async (compacted) => {
+      const pruned = await pruneChangeLog(sql);
+      if (compacted + pruned > 0) log.info({ compacted, pruned }, 'change log compacted and pruned');
+    }).catch((err: unknown) => log.warn({ err }, 'change-log retention failed'));
   }, PRUNE_INTERVAL_MS);
   prune.unref();
 

@@ -19,8 +19,8 @@
  * A snapshot is sent when (see {@link snapshotReason}):
  * - `from_revision` is 0 (a new node, or one whose data dir was wiped);
  * - `from_revision` is above the log head (the node followed another database);
- * - the log no longer holds every revision after `from_revision` (a retention job deleted a
- *   prefix: min(revision) > from + 1);
+ * - the log may no longer hold every entity's newest entry after `from_revision` (pruning passed
+ *   it: the horizon of change-log/retention.ts, {@link logBounds});
  * - the node is more than `max(maxTailChanges, tailPerSnapshotRow × estimated snapshot rows)`
  *   revisions behind (defaults {@link MAX_TAIL_CHANGES}, {@link TAIL_PER_SNAPSHOT_ROW}; the row
  *   estimate is Postgres' `reltuples` of the snapshot tables, see snapshot.ts). Replaying a
@@ -64,6 +64,19 @@ export const BATCH_MAX_BYTES = 1024 * 1024;
 export const MAX_CONCURRENT_SNAPSHOTS = 4;
 /** Heartbeat period while a stream is idle, in milliseconds (nodes time out at ~3×). */
 export const HEARTBEAT_INTERVAL_MS = 10_000;
+
+/**
+ * The log's head (0 when empty) and the oldest revision after which it holds every entity's
+ * newest entry: one past the pruning horizon (change-log/retention.ts; compaction deletes
+ * superseded entries anywhere, so min(revision) would not tell); null before any pruning.
+ */
+export async function logBounds(sql: Sql): Promise<{ head: number; oldest: number | null }> {
+  const [b] = await sql<{ head: number; pruned: number | null }[]>`
+    SELECT (SELECT coalesce(max(revision), 0) FROM change_log)::bigint AS head,
+      (SELECT pruned_through FROM change_log_horizon)::bigint AS pruned`;
+  const pruned = b!.pruned === null ? 0 : Number(b!.pruned);
+  return { head: Number(b!.head), oldest: pruned === 0 ? null : pruned + 1 };
+}
 
 /** Why a stream starts with a snapshot, or null to tail from `from_revision`. */
 export type SnapshotReason = 'new_node' | 'ahead_of_log' | 'log_pruned' | 'too_far_behind' | null;
@@ -240,10 +253,7 @@ export function createWatchHandler(deps: { sql: Sql; feed: ChangeFeed; log: Logg
     };
 
     const run = async (): Promise<void> => {
-      const [bounds] = await sql<{ head: number; oldest: number | null }[]>`
-        SELECT coalesce(max(revision), 0)::bigint AS head, min(revision) AS oldest FROM change_log`;
-      const head = Number(bounds!.head);
-      const oldest = bounds!.oldest === null ? null : Number(bounds!.oldest);
+      const { head, oldest } = await logBounds(sql);
       let threshold = opts.maxTailChanges;
       if (head - from > threshold && opts.tailPerSnapshotRow > 0) {
         threshold = Math.max(threshold, Math.floor(opts.tailPerSnapshotRow * await estimateSnapshotRows(sql)));

@@ -1,9 +1,9 @@
 /** Change-log retention on a real database, and what a pruned log means for a watching node. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { pruneChangeLog } from '../../../src/control-plane/change-log/retention.js';
+import { compactChangeLog, pruneChangeLog } from '../../../src/control-plane/change-log/retention.js';
 import { appendChanges, currentRevision } from '../../../src/control-plane/change-log/store.js';
-import { seedFlag, seedOrganization, seedProject } from '../../support/seed.js';
+import { seedFlag, seedOrganization, seedProject, updateFlag } from '../../support/seed.js';
 import { assertStoreMatchesTables, syncFixture, waitForHead } from '../../support/sync.js';
 
 test('only revisions beyond both bounds are pruned; a node behind the pruned prefix rebuilds from a snapshot', async () => {
@@ -32,6 +32,75 @@ test('only revisions beyond both bounds are pruned; a node behind the pruned pre
     assert.ok(behindAt < head - 2);
     assert.equal(node.sync.state().snapshotsApplied, 1, 'log_pruned → snapshot');
     await assertStoreMatchesTables(fx.db, node.store);
+  } finally {
+    await fx.close();
+  }
+});
+
+test('compaction keeps only the newest entry of each entity past the catch-up window; a node behind it still catches up from the tail', async () => {
+  const fx = await syncFixture();
+  try {
+    const { sql } = fx.db;
+    const org = await seedOrganization(sql);
+    const p = await seedProject(sql, org);
+    const kept = await seedFlag(sql, p.id, 'kept');
+    await fx.startServer();
+    let node = await fx.startNode();
+    const behindAt = await waitForHead(fx.db, node.store);
+    await node.close();
+
+    // While the node is away: the flag changes five times, another flag comes and goes, the org is renamed.
+    for (let i = 0; i < 5; i++) await updateFlag(sql, kept, { name: `kept v${i}` });
+    const gone = await seedFlag(sql, p.id, 'gone');
+    await updateFlag(sql, gone, { deleted: true });
+    for (let i = 0; i < 3; i++) {
+      await sql.begin((tx) => appendChanges(tx, [{ projectId: null, kind: 'organization', entityId: String(org), op: 'upsert',
+        payload: { id: org, name: `o${i}`, monthly_flag_requests_limit: null, quota_limited: false } }]));
+    }
+    await sql`UPDATE organizations SET name = 'o2' WHERE id = ${org}`;
+    const head = await currentRevision(sql);
+    const before = await sql<{ kind: string; entity_id: string; revision: number }[]>`SELECT kind, entity_id, revision FROM change_log ORDER BY revision`;
+
+    // Window of 1 revision: past it, the newest entry per entity only.
+    const compacted = await compactChangeLog(sql, { windowRevisions: 1 });
+    const after = await sql<{ kind: string; entity_id: string; revision: number }[]>`SELECT kind, entity_id, revision FROM change_log ORDER BY revision`;
+    const newest = new Map<string, number>();
+    for (const r of before) newest.set(`${r.kind}:${r.entity_id}`, r.revision);
+    assert.deepEqual(after.map((r) => r.revision), [...newest.values()].sort((a, b) => a - b), 'exactly the newest entry of each entity');
+    assert.equal(compacted, before.length - after.length);
+    assert.ok(compacted >= 7);
+    assert.equal(await compactChangeLog(sql, { windowRevisions: 1 }), 0, 'idempotent');
+
+    node = await fx.startNode();
+    await waitForHead(fx.db, node.store);
+    assert.ok(behindAt < head);
+    assert.equal(node.sync.state().snapshotsApplied, 0, 'compaction is not pruning: the tail is enough');
+    await assertStoreMatchesTables(fx.db, node.store);
+    assert.equal(node.store.organization(org)?.name, 'o2');
+    assert.deepEqual(node.store.definitions(p.id).flags.map((f) => f.name), ['kept v4']);
+  } finally {
+    await fx.close();
+  }
+});
+
+test('the catch-up window is bounded by payload bytes as well as revisions', async () => {
+  const fx = await syncFixture();
+  try {
+    const { sql } = fx.db;
+    const org = await seedOrganization(sql);
+    const big = 'x'.repeat(4000);
+    for (let i = 0; i < 6; i++) {
+      await sql.begin((tx) => appendChanges(tx, [{ projectId: null, kind: 'organization', entityId: String(org), op: 'upsert',
+        payload: { id: org, name: `${i}${big}`, monthly_flag_requests_limit: null, quota_limited: false } }]));
+    }
+    const head = await currentRevision(sql);
+    const sizes = await sql<{ revision: number; size: number }[]>`SELECT revision, pg_column_size(payload) AS size FROM change_log
+      WHERE kind = 'organization' ORDER BY revision DESC`;
+    // A window of 1 M revisions, but only ~2.5 entries' worth of bytes: the newest 2 fit in it.
+    const windowBytes = sizes[0]!.size + sizes[1]!.size + Math.floor(sizes[2]!.size / 2);
+    await compactChangeLog(sql, { windowRevisions: 1_000_000, windowBytes });
+    const orgRevisions = (await sql<{ revision: number }[]>`SELECT revision FROM change_log WHERE kind = 'organization' ORDER BY revision`).map((r) => r.revision);
+    assert.deepEqual(orgRevisions, [head - 1, head]);
   } finally {
     await fx.close();
   }

@@ -178,6 +178,7 @@ test('a node ahead of the log, too far behind, or behind a pruned prefix gets a 
     assert.equal(await starts(head - 3), 'snapshot_begin', 'too far behind');
     assert.match(await starts(head - 1), /^changes?$/, 'within threshold');
     await fx.db.sql`DELETE FROM change_log WHERE revision <= ${head - 1}`;
+    await fx.db.sql`UPDATE change_log_horizon SET pruned_through = ${head - 1}`;
     assert.equal(await starts(head - 2), 'snapshot_begin', 'pruned');
     assert.match(await starts(head - 1), /^changes?$/, 'pruned exactly up to the node: tail');
   } finally {
