@@ -105,6 +105,12 @@ export interface Config {
   readonly maxPublicBodyBytes: number;
   /** Largest size of the capture outbox on a node before capture answers 503, in bytes. */
   readonly maxOutboxBytes: number;
+  /**
+   * Days of events kept (SWITCHYARD_EVENTS_RETENTION_DAYS; null = keep every event). Whole
+   * months are dropped once entirely older, never events a live experiment reads
+   * (ingestion/event-partitions.ts).
+   */
+  readonly eventsRetentionDays: number | null;
   /** pino level. */
   readonly logLevel: string;
 }
@@ -192,6 +198,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxApiBodyBytes: int(env, 'SWITCHYARD_MAX_API_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxPublicBodyBytes: int(env, 'SWITCHYARD_MAX_PUBLIC_BODY_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxOutboxBytes: int(env, 'SWITCHYARD_MAX_OUTBOX_BYTES', 1024 * 1024 * 1024, 1024 * 1024, Number.MAX_SAFE_INTEGER),
+    eventsRetentionDays: str(env, 'SWITCHYARD_EVENTS_RETENTION_DAYS') === null ? null : int(env, 'SWITCHYARD_EVENTS_RETENTION_DAYS', 0, 1, 36_500),
     logLevel,
   };
   return Object.freeze(cfg);

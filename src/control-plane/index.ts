@@ -1,8 +1,9 @@
 /**
  * The control plane: migrations (under an advisory lock), first-start bootstrap, the experiment
  * timeseries job queue (pg-boss, started when used), the
- * management API over HTTP, the gRPC service the evaluation nodes watch and report to, and a
- * periodic quota refresh (a new month lifts limits).
+ * management API over HTTP, the gRPC service the evaluation nodes watch and report to, a
+ * periodic quota refresh (a new month lifts limits) and, with SWITCHYARD_EVENTS_RETENTION_DAYS,
+ * the hourly drop of expired event partitions.
  */
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
@@ -14,9 +15,12 @@ import { allRoutes } from './http/app.js';
 import { startGrpcServer, type GrpcServer } from './grpc/server.js';
 import { refreshAllQuotas } from './quota/service.js';
 import { TimeseriesQueue } from './experiments/timeseries/queue.js';
+import { dropExpiredEventPartitions } from './ingestion/event-partitions.js';
 
 /** How often limits are re-evaluated against the current month, in milliseconds. */
 export const QUOTA_REFRESH_INTERVAL_MS = 60_000;
+/** How often expired event partitions are dropped (SWITCHYARD_EVENTS_RETENTION_DAYS set), in milliseconds. */
+export const EVENTS_RETENTION_INTERVAL_MS = 60 * 60 * 1000;
 
 /** A running control plane. */
 export interface ControlPlane {
@@ -63,12 +67,22 @@ export async function startControlPlane(config: Config, log: Logger, databaseUrl
       refreshAllQuotas(sql).catch((e) => log.error({ err: e }, 'quota refresh failed'));
     }, QUOTA_REFRESH_INTERVAL_MS);
     quotaTimer.unref();
+    const dropExpired = (): void => {
+      dropExpiredEventPartitions(sql, config.eventsRetentionDays).then(
+        (dropped) => { if (dropped.length > 0) log.info({ partitions: dropped }, 'dropped expired event partitions'); },
+        (e: unknown) => log.error({ err: e }, 'events retention failed'),
+      );
+    };
+    const retentionTimer = config.eventsRetentionDays === null ? null : setInterval(dropExpired, EVENTS_RETENTION_INTERVAL_MS);
+    retentionTimer?.unref();
+    if (retentionTimer) dropExpired();
     let closing: Promise<void> | null = null;
     return {
       sql, http, grpc, bootstrap: boot,
       close() {
         closing ??= (async () => {
           clearInterval(quotaTimer);
+          if (retentionTimer) clearInterval(retentionTimer);
           await http.close();
           await grpc?.close();
           await jobs.close();

@@ -5,12 +5,14 @@
  * Stages, in order:
  *   1. normalise — malformed events are counted `invalid` and skipped (types.ts);
  *   2. lock      — per-project ingestion locks, ascending (locks.ts);
- *   3. dedupe    — drop uuids seen earlier in the batch or already stored: a duplicate has no
+ *   3. dedupe    — drop uuids seen earlier in the batch or already stored with the same timestamp
+ *                  (what a redelivered event carries; the events key, migration 0015): a duplicate has no
  *                  further effect, so redelivery (at-least-once from the node) is harmless;
  *   4. persons   — per event, in batch order, on an in-memory copy loaded in one query and
  *                  written back in bulk (persons.ts), giving each event its person uuid;
  *   5. groups    — `$groupidentify` and `$groups` type mappings (groups.ts);
- *   6. events    — one bulk insert, ON CONFLICT (project_id, uuid) DO NOTHING as a safety net;
+ *   6. events    — one bulk insert, ON CONFLICT (project_id, uuid, timestamp) DO NOTHING as a
+ *                  safety net (the month partitions it needs are created first: event-partitions.ts);
  *   7. definitions, flag usage — one statement each for the batch;
  *   8. change log — person / group / override / mapping entries, last (changes.ts).
  *
@@ -25,6 +27,7 @@
 import type { Sql, Tx } from '../db/connect.js';
 import { deadLetterOf, writeDeadLetters, type DeadLetter } from './dead-letter.js';
 import { eventProblem } from './event-bounds.js';
+import { ensureEventPartitions } from './event-partitions.js';
 import { ChangeSet } from './changes.js';
 import { recordEventDefinitions } from './definitions.js';
 import { recordExposures } from './exposures.js';
@@ -85,6 +88,7 @@ export async function ingestEvents(sql: Sql, events: readonly unknown[], dead: r
     if (deadLetters.length > 0) await writeDeadLetters(sql, deadLetters);
     return withDead({ inserted: 0, duplicates: 0, invalid });
   }
+  await ensureEventPartitions(sql, valid.map((e) => e.timestamp));
   return sql.begin(async (tx) => {
     await writeDeadLetters(tx, deadLetters);
     return withDead(await ingestValid(tx, valid, records, invalid));
@@ -158,8 +162,8 @@ async function ingestValid(tx: Tx, validIn: IngestEvent[], recordsIn: HashKeyOve
     await lockProjects(tx, known);
     const existing = valid.length === 0 ? [] : await tx<{ project_id: number; uuid: string }[]>`
       SELECT e.project_id, e.uuid FROM events e
-      JOIN json_to_recordset(${JSON.stringify(valid.map((e) => ({ p: e.projectId, u: e.uuid })))}::text::json) AS v(p bigint, u uuid)
-        ON e.project_id = v.p AND e.uuid = v.u`;
+      JOIN json_to_recordset(${JSON.stringify(valid.map((e) => ({ p: e.projectId, u: e.uuid, t: e.timestamp.toISOString() })))}::text::json) AS v(p bigint, u uuid, t timestamptz)
+        ON e.project_id = v.p AND e.uuid = v.u AND e.timestamp = v.t`;
     const seen = new Set(existing.map((r) => `${r.project_id}:${r.uuid}`));
     const fresh: IngestEvent[] = [];
     for (const ev of valid) {
@@ -193,7 +197,7 @@ async function ingestValid(tx: Tx, validIn: IngestEvent[], recordsIn: HashKeyOve
         INSERT INTO events (project_id, uuid, event, distinct_id, person_id, properties, timestamp)
         SELECT p, u, e, d, pid, props, t
         FROM json_to_recordset(${eventRows}::text::json) AS v(p bigint, u uuid, e text, d text, pid uuid, props jsonb, t timestamptz)
-        ON CONFLICT (project_id, uuid) DO NOTHING
+        ON CONFLICT (project_id, uuid, timestamp) DO NOTHING
         RETURNING uuid`;
       inserted = rows.length;
       await recordEventDefinitions(tx, fresh);

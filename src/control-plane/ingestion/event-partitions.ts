@@ -1,0 +1,110 @@
+/**
+ * Monthly partitions of `events` (migration 0015; issue 17 item 4): created on demand before a
+ * batch is inserted, and dropped whole by retention.
+ *
+ * Layout: `events_old` holds every timestamp before {@link PARTITIONED_FROM}; from there one
+ * partition per UTC month, `events_yYYYYmMM`, covering [first instant of the month, first
+ * instant of the next). Capture bounds timestamps (years 0…9999, at most 23 h ahead:
+ * eval-node/capture/events.ts), so at most one partition per month since 2020 can exist.
+ *
+ * Retention ({@link dropExpiredEventPartitions}): a month is dropped once ALL of it is older than
+ * the cutoff = the earlier of now − `retentionDays` and 30 days (the longest CUPED lookback)
+ * before the start of any experiment that is neither deleted nor archived. Dropping is
+ * `DETACH PARTITION … CONCURRENTLY` then `DROP TABLE`: readers are not blocked, and no row is
+ * deleted one by one.
+ */
+import type { Sql } from '../db/connect.js';
+
+/** Timestamps before this go to `events_old`. */
+export const PARTITIONED_FROM = Date.UTC(2020, 0, 1);
+/** Days before an experiment's start that its analysis may read (CUPED lookback, at most 30). */
+export const EXPERIMENT_LOOKBACK_DAYS = 30;
+/** Advisory lock key serialising partition creation and dropping (arbitrary constant). */
+export const PARTITION_LOCK_KEY = 7_302_114_015;
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** A partition: its table name and the bounds it covers, as ISO instants (`from` null = no lower bound). */
+export interface MonthPartition { name: string; from: string | null; to: string }
+
+/** The partition holding `t`: its month's, or `events_old`. */
+export function monthPartition(t: Date): MonthPartition {
+  const ms = t.getTime();
+  if (ms < PARTITIONED_FROM) return { name: 'events_old', from: null, to: new Date(PARTITIONED_FROM).toISOString() };
+  const y = t.getUTCFullYear();
+  const m = t.getUTCMonth();
+  return {
+    name: `events_y${String(y).padStart(4, '0')}m${String(m + 1).padStart(2, '0')}`,
+    from: new Date(Date.UTC(y, m, 1)).toISOString(),
+    to: new Date(Date.UTC(y, m + 1, 1)).toISOString(),
+  };
+}
+
+/** Names of the tables attached to `events` as partitions. */
+const ATTACHED = (sql: Sql) => sql<{ name: string }[]>`
+  SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass ORDER BY c.relname`;
+
+/**
+ * Creates the partitions `timestamps` need that are not attached yet: one catalog query, and for
+ * a missing one a short transaction of its own under {@link PARTITION_LOCK_KEY}, so the lock
+ * DDL takes on `events` is never held by an ingestion transaction. A table of that name left
+ * detached by an interrupted drop (expired data) is dropped first.
+ * @throws the driver's error when Postgres fails.
+ */
+export async function ensureEventPartitions(sql: Sql, timestamps: Iterable<Date>): Promise<void> {
+  const needed = new Map<string, MonthPartition>();
+  for (const t of timestamps) {
+    const p = monthPartition(t);
+    if (!needed.has(p.name)) needed.set(p.name, p);
+  }
+  if (needed.size === 0) return;
+  const attached = new Set((await ATTACHED(sql)).map((r) => r.name));
+  for (const p of needed.values()) {
+    if (attached.has(p.name)) continue;
+    await sql.begin(async (tx) => {
+      await tx`SELECT pg_advisory_xact_lock(${PARTITION_LOCK_KEY})`;
+      const [c] = await tx<{ partition: boolean }[]>`SELECT relispartition AS partition FROM pg_class WHERE relname = ${p.name} AND relkind IN ('r', 'p')`;
+      if (c?.partition) return; // attached meanwhile by another process
+      if (c) await tx.unsafe(`DROP TABLE ${p.name}`);
+      const from = p.from === null ? 'MINVALUE' : `('${p.from}')`;
+      await tx.unsafe(`CREATE TABLE ${p.name} PARTITION OF events FOR VALUES FROM ${from} TO ('${p.to}')`);
+    });
+  }
+}
+
+/**
+ * The instant before which events may go (module doc), or null when nothing may: no retention.
+ * `now` in ms since the epoch.
+ */
+export async function retentionCutoff(sql: Sql, retentionDays: number | null, now: number): Promise<Date | null> {
+  if (retentionDays === null) return null;
+  const [x] = await sql<{ start: Date | null }[]>`
+    SELECT min(start_date) AS start FROM experiments WHERE start_date IS NOT NULL AND NOT deleted AND NOT archived`;
+  let cutoff = now - retentionDays * DAY_MS;
+  if (x?.start) cutoff = Math.min(cutoff, x.start.getTime() - EXPERIMENT_LOOKBACK_DAYS * DAY_MS);
+  return new Date(cutoff);
+}
+
+/**
+ * Drops every partition entirely before the retention cutoff ({@link retentionCutoff});
+ * resolves with the names dropped (none when `retentionDays` is null).
+ * @throws the driver's error when Postgres fails (partitions dropped before stay dropped).
+ */
+export async function dropExpiredEventPartitions(sql: Sql, retentionDays: number | null, now: number = Date.now()): Promise<string[]> {
+  const cutoff = await retentionCutoff(sql, retentionDays, now);
+  if (cutoff === null) return [];
+  const parts = await ATTACHED(sql);
+  const dropped: string[] = [];
+  for (const { name } of parts) {
+    const m = /^events_y(\d{4})m(\d{2})$/.exec(name);
+    const end = name === 'events_old' ? PARTITIONED_FROM : m ? Date.UTC(Number(m[1]), Number(m[2]), 1) : null;
+    if (end === null || end > cutoff.getTime()) continue;
+    // DETACH … CONCURRENTLY (not allowed inside a transaction) waits for readers instead of
+    // blocking them. A batch that needs the month meanwhile fails once and is retried; its retry
+    // attaches a new partition (ensureEventPartitions).
+    await sql.unsafe(`ALTER TABLE events DETACH PARTITION ${name} CONCURRENTLY`);
+    await sql.unsafe(`DROP TABLE ${name}`);
+    dropped.push(name);
+  }
+  return dropped;
+}
