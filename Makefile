@@ -62,7 +62,7 @@ bench-experiments: build
 	$(NODE) dist/bench/experiments.js
 
 bench-scale: build
-	BENCH_PERSONS=$(or $(N),200000) $(NODE) dist/bench/scale.js
+	BENCH_PERSONS=$(or $(N),1000000) $(NODE) dist/bench/scale.js
 
 bench-blast-radius: build
 	$(NODE) dist/bench/blast-radius.js

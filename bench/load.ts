@@ -5,6 +5,7 @@
  * by its duration and reports one {@link LoadResult}.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -32,10 +33,18 @@ export interface LoadResult {
   genCpuUs?: number;
 }
 
-/** Runs autocannon in a child process against `url` (warm-up first unless `rate` runs). */
-export function load(url: string, durationS: number, rate?: number): Promise<LoadResult> {
+/**
+ * Runs autocannon in a child process against `url` (warm-up first unless `rate` runs), POSTing
+ * `bodies` in turn, or 2,000 bodies of the 50-flag workload when none are given.
+ */
+export function load(url: string, durationS: number, rate?: number, bodies?: readonly string[]): Promise<LoadResult> {
   return new Promise((resolve, reject) => {
-    const args = [fileURLToPath(import.meta.url), '--load', JSON.stringify({ url, durationS, rate, connections: CONNECTIONS })];
+    let bodiesFile: string | undefined;
+    if (bodies) {
+      bodiesFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-bodies-')), 'bodies.txt');
+      fs.writeFileSync(bodiesFile, `${bodies.join('\n')}\n`);
+    }
+    const args = [fileURLToPath(import.meta.url), '--load', JSON.stringify({ url, durationS, rate, connections: CONNECTIONS, bodiesFile })];
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
@@ -48,14 +57,17 @@ export function load(url: string, durationS: number, rate?: number): Promise<Loa
 }
 
 /** Child side: autocannon with a random workload body per request. */
-async function loadChild(opts: { url: string; durationS: number; rate?: number; connections: number }): Promise<void> {
+async function loadChild(opts: { url: string; durationS: number; rate?: number; connections: number; bodiesFile?: string }): Promise<void> {
   const { default: autocannon } = await import('autocannon');
   const rnd = prng(7);
   // Pre-built requests: autocannon serialises each once per connection and then only cycles
   // through them, which is several times cheaper than a setupRequest callback per request (the
   // generator, not the server, was the limit with one). Users are drawn at random from 100,000.
   const headers = { 'content-type': 'application/json', 'user-agent': 'posthog-node/5.0.0' };
-  const requests = Array.from({ length: BODIES }, () => ({ method: 'POST' as const, headers, body: workloadBody(Math.floor(rnd() * USERS)) }));
+  const bodies = opts.bodiesFile
+    ? fs.readFileSync(opts.bodiesFile, 'utf8').split('\n').filter(Boolean)
+    : Array.from({ length: BODIES }, () => workloadBody(Math.floor(rnd() * USERS)));
+  const requests = bodies.map((body) => ({ method: 'POST' as const, headers, body }));
   if (opts.rate) return pacedLoad(opts.url, opts.durationS, opts.rate, opts.connections, requests.map((r) => r.body));
   const cpu0 = process.cpuUsage();
   const result = await autocannon({ url: opts.url, connections: opts.connections, duration: opts.durationS, requests });

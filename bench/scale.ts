@@ -37,8 +37,11 @@ import { newPersonalApiKey } from '../src/control-plane/keys/tokens.js';
 import { freePort } from '../test/support/ports.js';
 import { startBenchDatabase } from './database.js';
 import { processCpuUs } from './proc.js';
+import { seedFlag } from '../test/support/seed.js';
+import { CONNECTIONS, DURATION_S, load } from './load.js';
+import { prng } from './flags-workload.js';
 
-const PERSONS = Number(process.env.BENCH_PERSONS ?? 200_000);
+const PERSONS = Number(process.env.BENCH_PERSONS ?? 1_000_000);
 const PER_REQUEST = 500;
 const SENDERS = 4;
 const TIMEOUT_MS = Number(process.env.BENCH_TIMEOUT_S ?? 600) * 1000;
@@ -128,6 +131,8 @@ async function main(): Promise<void> {
     const [head] = await cp.sql<{ r: number }[]>`SELECT max(revision)::bigint AS r FROM change_log`;
     await until('the node at the head revision', async () => (await revisionOf(node.url)) >= Number(head!.r));
     const endToEndS = seconds(t0);
+    // Steady state after the load, measured a little after it like the restarted node below.
+    await new Promise((r) => setTimeout(r, 2000));
     const loaded = memory(node.child.pid!);
     const lmdbBytes = fs.statSync(path.join(nodeDir, 'lmdb', 'data.mdb')).size;
     const metrics = await (await fetch(`${node.url}/metrics`)).text();
@@ -156,7 +161,40 @@ async function main(): Promise<void> {
     const cpCpuS = (cpCpu.user + cpCpu.system) / 1e6;
 
     const [pg] = await cp.sql<{ b: number }[]>`SELECT (pg_total_relation_size('persons') + pg_total_relation_size('person_distinct_ids')
-      + pg_total_relation_size('change_log') + pg_total_relation_size('events'))::float8 AS b`;
+      + pg_total_relation_size('change_log') + (SELECT coalesce(sum(pg_total_relation_size(i.inhrelid)), 0)
+        FROM pg_inherits i WHERE i.inhparent = 'events'::regclass))::float8 AS b`;
+
+    // /flags for stored persons (no person properties in the request: the node reads them from
+    // LMDB), with 50 and then 1,000 flags over those properties.
+    const projectId = cp.bootstrap.projectId;
+    let created = 0;
+    const createFlags = async (upTo: number): Promise<void> => {
+      for (; created < upTo; created++) {
+        const i = created;
+        const property = [
+          [],
+          [{ key: 'plan', type: 'person', operator: 'exact', value: ['pro', 'enterprise'] }],
+          [{ key: 'email', type: 'person', operator: 'icontains', value: `-${i % 10}@` }],
+          [{ key: 'age', type: 'person', operator: 'gt', value: String(i % 90) }],
+        ][i % 4];
+        // Written as the API writes them (row + change-log entry), without the API's rate limit.
+        await seedFlag(cp.sql, projectId, `scale-${i}`, { groups: [{ properties: property, rollout_percentage: 50 + (i % 50) }] });
+      }
+      const [h] = await cp.sql<{ r: number }[]>`SELECT max(revision)::bigint AS r FROM change_log`;
+      await until('the node has the flags', async () => (await revisionOf(node.url)) >= Number(h!.r));
+    };
+    const rnd = prng(11);
+    const bodies = Array.from({ length: 2_000 }, () => JSON.stringify({ api_key: TOKEN, distinct_id: `person-${Math.floor(rnd() * PERSONS)}` }));
+    const flagsRuns: { flags: number; rps: number; p99: number; non2xx: number; bytes: number }[] = [];
+    for (const n of [50, 1_000]) {
+      await createFlags(n);
+      const sample = await fetch(`${node.url}/flags?v=2`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: bodies[0] });
+      const sampleBody = await sample.text();
+      const evaluated = Object.keys((JSON.parse(sampleBody) as { flags: Record<string, unknown> }).flags).length;
+      if (evaluated !== n) throw new Error(`expected ${n} flags in the answer, got ${evaluated}`);
+      const r = await load(`${node.url}/flags?v=2`, DURATION_S, undefined, bodies);
+      flagsRuns.push({ flags: n, rps: r.rps, p99: r.p99, non2xx: r.non2xx + r.errors, bytes: sampleBody.length });
+    }
     const out = [
       `${PERSONS.toLocaleString()} persons as $identify events through /batch/ (${PER_REQUEST} a request, ${SENDERS} senders); Node ${process.version}, ${os.availableParallelism()} vCPU`,
       '',
@@ -169,6 +207,7 @@ async function main(): Promise<void> {
       `| same node restarted | ${restarted.rss.toFixed(0)} / ${restarted.anon.toFixed(0)} / ${restarted.file.toFixed(0)} MB (after/restarted ${(loaded.rss / restarted.rss).toFixed(2)}×; target ≤ 1.3×) |`,
       `| LMDB file / map | ${(lmdbBytes / 2 ** 20).toFixed(0)} MB / ${(mapBytes / 2 ** 30).toFixed(0)} GiB; ${(lmdbBytes / PERSONS).toFixed(0)} B per person |`,
       `| Postgres (persons, distinct ids, change log, events) | ${(pg!.b / PERSONS).toFixed(0)} B per person |`,
+      ...flagsRuns.map((f) => `| /flags?v=2, ${f.flags.toLocaleString()} flags, stored random persons (${CONNECTIONS} connections, ${DURATION_S} s) | ${Math.round(f.rps).toLocaleString()} req/s, p99 ${f.p99} ms, ${(f.bytes / 1024).toFixed(0)} KB answers${f.non2xx > 0 ? `, ${f.non2xx} failed` : ''} |`),
     ];
     process.stdout.write(`${out.join('\n')}\n`);
   } finally {
