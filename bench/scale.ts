@@ -1,28 +1,32 @@
 /**
- * `make bench-scale` (`node dist/bench/scale.js`; issue 17 item 5, first part): how a node copes
- * with many persons. Loads BENCH_PERSONS persons (default 200,000; `N=` in make) as `$identify`
- * events through a node's `/batch/` (500 events a request, 4 senders), then prints:
+ * `make bench-scale` (`node dist/bench/scale.js`; issue 17 item 5): how a node copes with many
+ * persons. Loads BENCH_PERSONS persons (default 1,000,000; `N=` in make) as `$identify` events
+ * through a node's `/batch/` (500 events a request, 4 senders), then prints:
  *
  * - the accept rate (events/s answered 200) and the end-to-end rate (persons on the node, from the
  *   first request to the node's revision reaching the change log's head after ingestion);
  * - the node's RSS, anonymous and file-backed resident memory after the load and after a restart
  *   of the same node (issue 17 item 3: within 1.3×), its LMDB file and map size;
- * - how long a fresh node takes to become ready from a snapshot;
- * - LMDB and Postgres bytes per person.
+ * - how long a fresh node takes to become ready from a (paged) snapshot, with the CPU of the node
+ *   and of the control plane meanwhile;
+ * - LMDB and Postgres bytes per person;
+ * - `/flags?v=2` req/s and p99 for stored random persons (no properties in the request: the node
+ *   reads them from LMDB) with 50 and then 1,000 flags over their properties (autocannon,
+ *   BENCH_CONNECTIONS / BENCH_DURATION_S of bench/load.ts).
  *
  * Setup: a throw-away embedded Postgres (or DATABASE_URL), the control plane in this process, the
  * node as its own process (`switchyard eval-node`, so its memory is its own). Loopback only,
  * bounded: every wait gives up after BENCH_TIMEOUT_S (600).
  *
- * RESULTS (2026-11-25, 2 vCPU AMD EPYC, Node 20.20.2, 200,000 persons, node with 2 IO threads, two
- * runs): accepted 31,500–45,800 events/s; persons on the node 5,000–7,000/s end to end; a fresh
- * node ready in 5.7–7.1 s (28–35k persons/s; node CPU 5.5–6.2 s against the control plane's 2.0–2.2
- * s: the node is the limit); node RSS 550–588 MB after the load (anonymous 352–370, file-backed
- * ~200) and 179 MB restarted once the IO threads shared one GeoIP copy (241 MB before): the LMDB
- * map is one 16 GiB mapping now (grown in steps before: 13 mappings), so what stays after a load
- * is heap and native memory kept by the threads (anonymous) and pages the load wrote (file);
- * LMDB 624–648 B and Postgres 1,291 B per person. Targets of issue 17 not met yet.
- * Not yet here (issue 17): /flags rates with 50 and 1,000 flags over stored persons, 1 M and 10 M.
+ * RESULTS (2026-11-26, 2 vCPU, Node 20.20.2, 1,000,000 persons, node with 2 IO threads): accepted
+ * 35,300–39,000 events/s; persons on the node 4,400–4,700/s end to end (Postgres ~90 µs per
+ * person: the event row and its four indexes, the person, its distinct id, the change-log entry);
+ * a fresh node ready in 27.2 s = 36,800 persons/s (40.0 s before persons were paged in uuid
+ * order; node CPU 23.5 s, control plane 8.7 s); node RSS 999 MB after the load (anonymous 272,
+ * file-backed 727: the LMDB pages the load touched) against 181 MB restarted (131 / 50); LMDB 523 B
+ * and Postgres 1,302 B per person; /flags 22,400 req/s (p99 7 ms) with 50 flags and 1,170 req/s
+ * (p99 119 ms, 231 KB answers) with 1,000. Issue 17's targets (30,000 persons/s, 200,000
+ * entities/s, RSS within 1.3×) are not met: see the README's "Measured".
  */
 import fs from 'node:fs';
 import os from 'node:os';
