@@ -18,7 +18,8 @@
  *
  * Chunks: entities go out as SnapshotChunk messages of up to {@link CHUNK_MAX_ENTITIES}
  * entities / {@link CHUNK_MAX_BYTES} of payload, `entities` = one msgpack array of
- * [kind, entity_id, project_id, payload-bin], with the cursor after the chunk's last entity
+ * [kind, entity_id, project_id, payload-bin] (persons: and their distinct ids, so that a node
+ * indexes them without decoding the payload), with the cursor after the chunk's last entity
  * ({@link encodeCursor}) so that a node can resume there.
  */
 import { Packr } from 'msgpackr';
@@ -144,7 +145,10 @@ export async function streamSnapshotPages(sql: Sql, start: SnapshotCursor, emit:
       if (rows.length === 0) break;
       for (const r of rows) {
         const payload = encodeOrMark(r.payload);
-        tuples.push([r.kind, r.entityId, r.projectId ?? 0, payload]);
+        // A person also carries its distinct ids: all the node needs to index it without decoding it.
+        tuples.push(r.kind === 'person'
+          ? [r.kind, r.entityId, r.projectId ?? 0, payload, (r.payload as { distinct_ids: string[] }).distinct_ids]
+          : [r.kind, r.entityId, r.projectId ?? 0, payload]);
         bytes += payload.length;
         cursor = { source: s, after: r.key };
         if (tuples.length >= maxEntities || bytes >= CHUNK_MAX_BYTES) await flush();
