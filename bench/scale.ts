@@ -3,8 +3,9 @@
  * persons. Loads BENCH_PERSONS persons (default 1,000,000; `N=` in make) as `$identify` events
  * through a node's `/batch/` (500 events a request, 4 senders), then prints:
  *
- * - the accept rate (events/s answered 200) and the end-to-end rate (persons on the node, from the
- *   first request to the node's revision reaching the change log's head after ingestion);
+ * - the accept rate (events/s answered 200), the ingestion rate (every person in Postgres) and the
+ *   end-to-end rate (persons on the node, from the first request to the node's revision reaching
+ *   the change log's head after ingestion);
  * - the node's RSS, anonymous and file-backed resident memory after the load and after a restart
  *   of the same node (issue 17 item 3: within 1.3×), its LMDB file and map size;
  * - how long a fresh node takes to become ready from a (paged) snapshot, with the CPU of the node
@@ -132,6 +133,7 @@ async function main(): Promise<void> {
       const [r] = await cp.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM persons`;
       return r!.n >= PERSONS;
     });
+    const ingestedS = seconds(t0);
     const [head] = await cp.sql<{ r: number }[]>`SELECT max(revision)::bigint AS r FROM change_log`;
     await until('the node at the head revision', async () => (await revisionOf(node.url)) >= Number(head!.r));
     const endToEndS = seconds(t0);
@@ -205,6 +207,7 @@ async function main(): Promise<void> {
       '| figure | value |',
       '|---|---:|',
       `| accepted (200) | ${Math.round(PERSONS / acceptS).toLocaleString()} events/s (${acceptS.toFixed(1)} s; ${refused} refusals retried) |`,
+      `| ingested: persons in Postgres | ${Math.round(PERSONS / ingestedS).toLocaleString()} persons/s (${ingestedS.toFixed(1)} s) |`,
       `| end to end: persons on the node | ${Math.round(PERSONS / endToEndS).toLocaleString()} persons/s (${endToEndS.toFixed(1)} s) |`,
       `| fresh node ready (snapshot) | ${bootstrapS.toFixed(1)} s = ${Math.round(PERSONS / bootstrapS).toLocaleString()} persons/s; CPU meanwhile: node ${nodeCpuS.toFixed(1)} s, control plane ${cpCpuS.toFixed(1)} s |`,
       `| node RSS after the load: total / anon / file | ${loaded.rss.toFixed(0)} / ${loaded.anon.toFixed(0)} / ${loaded.file.toFixed(0)} MB |`,
