@@ -32,7 +32,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import crypto from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { testConfig } from '../src/config.js';
@@ -42,6 +41,7 @@ import { newPersonalApiKey } from '../src/control-plane/keys/tokens.js';
 import { freePort } from '../test/support/ports.js';
 import { startBenchDatabase } from './database.js';
 import { processCpuUs } from './proc.js';
+import { uuidv7 } from '../src/eval-node/capture/events.js';
 import { seedFlag } from '../test/support/seed.js';
 import { CONNECTIONS, DURATION_S, load } from './load.js';
 import { prng } from './flags-workload.js';
@@ -115,7 +115,8 @@ async function main(): Promise<void> {
         if (from >= PERSONS) return;
         next += PER_REQUEST;
         const batch = Array.from({ length: Math.min(PER_REQUEST, PERSONS - from) }, (_, i) => ({
-          uuid: crypto.randomUUID(), event: '$identify', distinct_id: `person-${from + i}`,
+          // Time-ordered ids, as posthog-js and posthog-node send them.
+          uuid: uuidv7(), event: '$identify', distinct_id: `person-${from + i}`,
           properties: { $set: { email: `person-${from + i}@example.com`, plan: ['free', 'pro', 'enterprise'][(from + i) % 3], age: (from + i) % 90 } },
         }));
         for (;;) {
