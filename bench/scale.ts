@@ -19,14 +19,15 @@
  * node as its own process (`switchyard eval-node`, so its memory is its own). Loopback only,
  * bounded: every wait gives up after BENCH_TIMEOUT_S (600).
  *
- * RESULTS (2026-11-26, 2 vCPU, Node 20.20.2, 1,000,000 persons, node with 2 IO threads): accepted
- * 35,300–39,000 events/s; persons on the node 4,400–4,700/s end to end (Postgres ~90 µs per
- * person: the event row and its four indexes, the person, its distinct id, the change-log entry);
- * a fresh node ready in 27.2 s = 36,800 persons/s (40.0 s before persons were paged in uuid
- * order; node CPU 23.5 s, control plane 8.7 s); node RSS 999 MB after the load (anonymous 272,
- * file-backed 727: the LMDB pages the load touched) against 181 MB restarted (131 / 50); LMDB 523 B
- * and Postgres 1,302 B per person; /flags 22,400 req/s (p99 7 ms) with 50 flags and 1,170 req/s
- * (p99 119 ms, 231 KB answers) with 1,000. Issue 17's targets (30,000 persons/s, 200,000
+ * RESULTS (2026-11-26, 2 vCPU, Node 20.20.2, 1,000,000 persons, node with 2 IO threads, three
+ * runs): accepted 33,300–39,000 events/s; persons in Postgres 5,120/s and on the node 4,400–5,100/s
+ * (ingestion is the limit: Postgres ~90 µs per person, the event row and its indexes, the person,
+ * its distinct id, the change-log entry); a fresh node ready in 27.2–27.5 s = 36,400–36,800
+ * persons/s (40.0 s before persons were paged in uuid order; node CPU 22–24 s, control plane
+ * 9–11 s); node RSS ~1,000 MB after the load (anonymous ~270, file-backed ~730: the LMDB pages the
+ * load touched) against 181 MB restarted (131 / 50); LMDB 523–534 B and Postgres 1,302 B per
+ * person; /flags 18,300–22,400 req/s (p99 7–8 ms) with 50 flags and 980–1,170 req/s (p99
+ * 119–131 ms, 231 KB answers) with 1,000. Issue 17's targets (30,000 persons/s, 200,000
  * entities/s, RSS within 1.3×) are not met: see the README's "Measured".
  */
 import fs from 'node:fs';
