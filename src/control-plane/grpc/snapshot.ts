@@ -139,10 +139,14 @@ export async function streamSnapshotPages(sql: Sql, start: SnapshotCursor, emit:
   };
   for (let s = start.source; s < SNAPSHOT_SOURCES.length; s++) {
     const source = SNAPSHOT_SOURCES[s]!;
-    let after = s === start.source ? start.after : null;
+    let next = source.page(sql, s === start.source ? start.after : null, SNAPSHOT_PAGE_ROWS);
     for (;;) {
-      const rows = await source.page(sql, after, SNAPSHOT_PAGE_ROWS);
+      const rows = await next;
       if (rows.length === 0) break;
+      // The next page is read while this one is encoded and sent (Postgres and this process
+      // overlap); if the copy stops meanwhile, its result is dropped.
+      next = source.page(sql, rows[rows.length - 1]!.key, SNAPSHOT_PAGE_ROWS);
+      next.catch(() => { /* surfaced by the await above if the copy goes on */ });
       for (const r of rows) {
         const payload = encodeOrMark(r.payload);
         // A person also carries its distinct ids: all the node needs to index it without decoding it.
@@ -153,7 +157,6 @@ export async function streamSnapshotPages(sql: Sql, start: SnapshotCursor, emit:
         cursor = { source: s, after: r.key };
         if (tuples.length >= maxEntities || bytes >= CHUNK_MAX_BYTES) await flush();
       }
-      after = rows[rows.length - 1]!.key;
     }
     // The next source starts from its beginning; a chunk still open carries that cursor.
     cursor = { source: s + 1, after: null };
