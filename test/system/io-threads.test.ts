@@ -99,3 +99,36 @@ test('two IO threads share one port, the store, capture, usage, the feed limit a
     await c.close();
   }
 });
+
+test('two IO threads: near the outbox bound capture is shed with 503 outbox_backlog and Retry-After, at it refused; accepted events arrive once', async () => {
+  const c = await startCluster();
+  try {
+    const node = await c.startNode(c.tempDir(), { ioThreads: 2, maxOutboxBytes: 1024 * 1024 });
+    await waitReady(node.http.url);
+    await c.stopGrpc(); // nothing drains: the outbox fills
+    const accepted: string[] = [];
+    const refused: string[] = [];
+    const codes: string[] = [];
+    for (let i = 0; i < 60 && !codes.includes('outbox_full'); i++) {
+      const batch = Array.from({ length: 10 }, (_, k) => ({ uuid: crypto.randomUUID(), event: 'fill', distinct_id: `fill-${i}-${k}`, properties: { pad: 'f'.repeat(15 * 1024) } }));
+      const r = await onNewConnection(`${node.http.url}/batch/`, 'POST', { api_key: c.t.projectKey, batch });
+      if (r.status === 200) { accepted.push(...batch.map((e) => e.uuid)); continue; }
+      assert.equal(r.status, 503, r.text);
+      codes.push((JSON.parse(r.text) as { code: string }).code);
+      const retryAfter = Number(r.headers['retry-after']);
+      assert.ok(retryAfter >= 1 && retryAfter <= 30, `Retry-After ${String(r.headers['retry-after'])}`);
+      refused.push(...batch.map((e) => e.uuid));
+    }
+    assert.ok(codes.includes('outbox_full'), 'the outbox filled up');
+    assert.ok(codes.every((x) => x === 'outbox_backlog' || x === 'outbox_full'), codes.join(', '));
+    const metrics = await onNewConnection(`${node.http.url}/metrics`, 'GET');
+    assert.equal(Number(/^switchyard_node_capture_outbox_shed_total (\d+)$/m.exec(metrics.text)?.[1]), codes.filter((x) => x === 'outbox_backlog').length,
+      'sheds decided on the main thread for requests the IO threads answered');
+    await c.startGrpc();
+    await waitForEventsOnce(c.t, accepted);
+    const [n] = await c.t.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM events WHERE uuid = ANY(${refused}::uuid[])`;
+    assert.equal(n!.n, 0, 'nothing of the refused requests');
+  } finally {
+    await c.close();
+  }
+});
