@@ -50,6 +50,7 @@ export function load(url: string, durationS: number, rate?: number, bodies?: rea
     child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
     child.on('error', reject);
     child.on('exit', (code) => {
+      if (bodiesFile) fs.rmSync(path.dirname(bodiesFile), { recursive: true, force: true });
       if (code !== 0) return reject(new Error(`load generator exited with ${code}`));
       try { resolve(JSON.parse(out.trim().split('\n').pop()!)); } catch (e) { reject(e); }
     });
