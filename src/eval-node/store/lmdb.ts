@@ -10,7 +10,8 @@
  *   many transactions as it takes, and swapped in by ONE transaction that sets the active
  *   generation, the revision and the `complete_snapshot` marker. Readers resolve the active
  *   generation first, so they see the old state or the new one, never a mix; an interrupted
- *   snapshot leaves only an orphan generation, dropped by the next snapshot. The superseded
+ *   snapshot stays staged with the cursor of its last chunk ({@link WritableNodeStore.pendingSnapshot})
+ *   until it is resumed, or dropped by the next fresh snapshot. The superseded
  *   generation is deleted after the swap, in the background, chunk by chunk between batches.
  *
  * Reads are synchronous. Every read first resolves the meta record (active generation,
@@ -24,14 +25,15 @@ import { open, type Database, type RootDatabase } from 'lmdb';
 import type {
   CohortEntity, FeatureFlagEntity, GroupTypeMappingEntity, OrganizationEntity, PersonalApiKeyEntity, ProjectEntity,
 } from '../../control-plane/change-log/entities.js';
-import { unpackTrusted, encodePayload } from '../../grpc/payload.js';
 import { applyChange, entityKey, stageFresh, type GenKey, type StoreChange, type StoreDbs } from './apply.js';
 import { keyPart, wasDigested } from './key-part.js';
 import { prepareLmdbDir, restrictLmdbFiles } from './files.js';
+import { entityCodec } from './entity-codec.js';
+import { WriteQueue } from './write-queue.js';
+import { EMPTY_STATE, MetaRecords, type MetaState, type StagingRecord } from './meta.js';
 
 export type { StoreChange };
 
-type Meta = Database<unknown, string>;
 export {
   StoreCorruptionError, StoreStateError,
   type NodeGroup, type NodeHashKeyOverride, type NodePerson, type NodeStore, type ProjectDefinitions, type WritableNodeStore,
@@ -49,46 +51,6 @@ export const STORE_FORMAT = 2;
 /** Keys removed per transaction (and per write-queue slot) when dropping a superseded generation. */
 export const DROP_CHUNK_KEYS = 5_000;
 
-/**
- * Value codec of the `entities` database: the gRPC payload codec (grpc/payload.ts), so an
- * entity is stored as the msgpack it arrived in and `__proto__` keys survive (issue 8 item 8).
- * lmdb-js hands `decode` a reused buffer whose logical size is `bytes.length` (get) or the
- * second argument (range reads); the codec copies everything it keeps. A value that does not
- * decode calls `onError` and throws {@link StoreCorruptionError}.
- */
-function entityCodec(onError: () => void): { encode(value: unknown): Buffer | Uint8Array; decode(bytes: Uint8Array, size?: unknown): unknown } {
-  return {
-    // Bytes are a payload already in this codec (StoreChange.raw): stored as they arrived. No
-    // entity is itself a byte array, so nothing else takes this path.
-    encode: (value) => (value instanceof Uint8Array ? value : encodePayload(value)),
-    decode: (bytes, size) => {
-      try {
-        return unpackTrusted(Buffer.from(bytes.buffer, bytes.byteOffset, typeof size === 'number' ? size : bytes.length));
-      } catch (e) {
-        onError();
-        throw new StoreCorruptionError(`a stored entity does not decode (damaged store): ${(e as Error).message}`);
-      }
-    },
-  };
-}
-
-/** The one meta record every read resolves first: written atomically with the data it describes. */
-interface MetaState {
-  /** Active generation (key prefix of the live state). */
-  gen: number;
-  /** Last applied revision. */
-  revision: number;
-  /** A complete snapshot has been swapped in at least once. */
-  complete: boolean;
-  /** Bumped by every write that changes a project, organization or personal API key (cache key). */
-  tenancy: number;
-}
-
-const EMPTY_STATE: MetaState = Object.freeze({ gen: 0, revision: 0, complete: false, tenancy: 0 });
-const META_STATE = 'state';
-/** The snapshot being staged: [generation, begin revision, cursor of the last chunk or null]. */
-const META_STAGING = 'staging';
-const META_FORMAT = 'format';
 /** Kinds cached by {@link MetaState.tenancy}. */
 const TENANCY_KINDS: ReadonlySet<string> = new Set(['project', 'organization', 'personal_api_key']);
 /** Longest a read-only store serves one LMDB snapshot before looking for newer commits, in ms. */
@@ -117,7 +79,7 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean; mapSize?
   if (!readOnly) restrictLmdbFiles(path);
   const db = <V>(name: string, extra: { dupSort?: boolean } = {}): Database<V, GenKey> =>
     root.openDB<V, GenKey>({ name, encoding: 'msgpack', ...extra });
-  const meta = root.openDB<unknown, string>({ name: 'meta', encoding: 'msgpack' }) as Meta;
+  const records = new MetaRecords(root.openDB<unknown, string>({ name: 'meta', encoding: 'msgpack' }));
   const dbs: StoreDbs = {
     entities: root.openDB<unknown, GenKey>({ name: 'entities', encoder: entityCodec(() => { readErrors++; }) } as never),
     owner: db('owner'),
@@ -131,18 +93,12 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean; mapSize?
   const all: Database<unknown, GenKey>[] = Object.values(dbs) as Database<unknown, GenKey>[];
 
   if (!readOnly) {
-    const format = meta.get(META_FORMAT);
-    if (format === undefined) meta.putSync(META_FORMAT, STORE_FORMAT);
+    const format = records.format();
+    if (format === undefined) records.putFormat(STORE_FORMAT);
     else if (format !== STORE_FORMAT) throw new StoreStateError(`LMDB at ${path} has layout ${String(format)}, expected ${STORE_FORMAT}; wipe it to rebuild from the control plane`);
   }
 
-  // Stored as a tuple: msgpack records for a 4-field object cost ~2.5× more to decode per get.
-  const readState = (): MetaState => {
-    const t = meta.get(META_STATE) as [number, number, boolean, number] | undefined;
-    return t === undefined ? EMPTY_STATE : { gen: t[0], revision: t[1], complete: t[2], tenancy: t[3] };
-  };
-  /** Writes `next` inside the current transaction; call `mem = next` after the commit. */
-  const putState = (next: MetaState): void => { meta.putSync(META_STATE, [next.gen, next.revision, next.complete, next.tenancy]); };
+  const readState = (): MetaState => records.state();
   // The writer is the only one changing the record: it mirrors it in memory after each commit.
   let mem: MetaState = readState();
   // A read-only store (worker thread) re-reads it at most every READ_REFRESH_MS, each time on a
@@ -188,31 +144,17 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean; mapSize?
     return v;
   };
 
-  // Every write goes through this chain, so batches, snapshot steps and clean-up never overlap.
-  // The one exception: the last snapshot chunk's queued puts may still be committing on
-  // lmdb-js's write thread while the next chunk is encoded (`chunkInFlight`); every other
-  // operation waits for that commit first (`settle`).
-  let queue: Promise<unknown> = Promise.resolve();
-  let chunkInFlight: Promise<void> | null = null;
-  const settle = async (): Promise<void> => {
-    const p = chunkInFlight;
-    chunkInFlight = null;
-    if (p) await p;
-  };
-  const enqueue = <T>(fn: () => Promise<T>, overlapChunk = false): Promise<T> => {
-    const p = queue.then(async () => { if (!overlapChunk) await settle(); return fn(); });
-    queue = p.catch(() => {});
-    return p;
-  };
-  let staging: { gen: number; revision: number; touched: Set<number | null>; cursor: Uint8Array | null; poisoned?: boolean } | null = null;
+  // Every write goes through this queue (write-queue.ts); snapshot chunks overlap their commit.
+  const queue = new WriteQueue();
+  const enqueue = <T>(fn: () => Promise<T>): Promise<T> => queue.run(fn);
+  let staging: (StagingRecord & { touched: Set<number | null>; poisoned?: boolean }) | null = null;
   let closed = false;
   if (!readOnly) {
     // A snapshot staged before a restart continues where it stopped (sync/client.ts resumes it).
-    const t = meta.get(META_STAGING) as [number, number, Uint8Array | null] | undefined;
-    if (t !== undefined && t[0] === mem.gen + 1) staging = { gen: t[0], revision: t[1], touched: new Set(), cursor: t[2] };
-    else if (t !== undefined) meta.removeSync(META_STAGING);
+    const r = records.staging();
+    if (r !== undefined && r.gen === mem.gen + 1) staging = { ...r, touched: new Set() };
+    else if (r !== undefined) records.removeStaging();
   }
-  const putStaging = (s: NonNullable<typeof staging>): void => { meta.putSync(META_STAGING, [s.gen, s.revision, s.cursor]); };
 
   const writable = (): void => {
     if (readOnly) throw new StoreStateError('store opened read-only');
@@ -358,7 +300,7 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean; mapSize?
         // change by change without leaving half of one applied.
         await root.childTransaction(() => {
           for (const c of changes) applyChange(dbs, next.gen, c, revision, touched);
-          putState(next);
+          records.putState(next);
         });
         mem = next;
         notify(revision, touched);
@@ -370,42 +312,44 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean; mapSize?
       return enqueue(async () => {
         const active = mem.gen;
         staging = null;
-        await root.transaction(() => { meta.removeSync(META_STAGING); });
+        await root.transaction(() => { records.removeStaging(); });
         await dropOtherGenerations(active);
         const next = { gen: active + 1, revision, touched: new Set<number | null>(), cursor: null };
-        await root.transaction(() => { putStaging(next); });
+        await root.transaction(() => { records.putStaging(next); });
         staging = next;
       });
     },
 
     stageSnapshot(changes, cursor) {
       writable();
-      const chunk = cursor !== undefined && changes.length > 0;
-      return enqueue(async () => {
-        const s = staging;
-        if (!s) throw new StoreStateError('stageSnapshot without beginSnapshot');
-        if (chunk) {
-          // A chunk: entities new to the staged generation, written without reads (apply.ts);
-          // its puts are queued now and commit while the next chunk is decoded and encoded. A
-          // failed commit fails the next write, and the staged part is no longer offered for
-          // resuming (its persisted cursor could be past what committed).
-          const committed = stageFresh(dbs, s.gen, changes, s.revision, s.touched, () => meta.put(META_STAGING, [s.gen, s.revision, cursor]))
-            .then(() => { if (!s.poisoned) s.cursor = cursor; }, (err: unknown) => {
+      const staged = (): NonNullable<typeof staging> => {
+        if (!staging) throw new StoreStateError('stageSnapshot without beginSnapshot');
+        return staging;
+      };
+      if (cursor !== undefined && changes.length > 0) {
+        // A chunk: entities new to the staged generation, written without reads (apply.ts);
+        // its puts are queued now and commit while the next chunk is decoded and encoded. A
+        // failed commit fails the next write, and the staged part is no longer offered for
+        // resuming (its persisted cursor could be past what committed).
+        return queue.runOverlapping(() => {
+          const s = staged(); // throws at once, failing this write, without a staged snapshot
+          return stageFresh(dbs, s.gen, changes, s.revision, s.touched, () => records.queueStaging({ ...s, cursor })).then(
+            () => { if (!s.poisoned) s.cursor = cursor; },
+            (err: unknown) => {
               s.poisoned = true;
               throw new StoreStateError(`a staged snapshot chunk did not commit: ${(err as Error).message}`);
-            });
-          committed.catch(() => { /* surfaced by the next write */ });
-          const previous = chunkInFlight;
-          chunkInFlight = committed;
-          if (previous) await previous;
-          return;
-        }
+            },
+          );
+        });
+      }
+      return enqueue(async () => {
+        const s = staged();
         await root.childTransaction(() => {
           for (const c of changes) applyChange(dbs, s.gen, c, s.revision, s.touched);
-          if (cursor !== undefined) putStaging({ ...s, cursor });
+          if (cursor !== undefined) records.putStaging({ ...s, cursor });
         });
         if (cursor !== undefined) s.cursor = cursor;
-      }, chunk);
+      });
     },
 
     pendingSnapshot() {
@@ -424,7 +368,7 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean; mapSize?
         for (const g of [previous, s.gen]) for (const { value } of dbs.byToken.getRange({ start: [g], end: [g + 1] })) touched.add(value);
         touched.add(null);
         const next: MetaState = { gen: s.gen, revision, complete: true, tenancy: mem.tenancy + 1 };
-        await root.transaction(() => { putState(next); meta.removeSync(META_STAGING); });
+        await root.transaction(() => { records.putState(next); records.removeStaging(); });
         mem = next;
         staging = null;
         defsCache.clear();
@@ -438,7 +382,7 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean; mapSize?
       writable();
       return enqueue(async () => {
         staging = null;
-        await root.transaction(() => { meta.removeSync(META_STAGING); });
+        await root.transaction(() => { records.removeStaging(); });
         await dropOtherGenerations(mem.gen);
       });
     },
@@ -446,8 +390,7 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean; mapSize?
     async close() {
       if (closed) return;
       closed = true;
-      await queue;
-      await settle().catch(() => { /* reported to the writer already */ });
+      await queue.drain();
       await root.close();
     },
   };

@@ -36,11 +36,13 @@ import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log.js';
 import { switchyardService } from '../../grpc/loader.js';
 import { clusterTokenMetadata } from '../../grpc/metadata.js';
-import { decodePayload, UNENCODABLE_PAYLOAD } from '../../grpc/payload.js';
-import { parseRevision, type ChangeMessage, type SnapshotChunkMessage, type WatchEvent, type WatchRequest } from '../../grpc/messages.js';
-import { Packr } from 'msgpackr';
+import { parseRevision, type ChangeMessage, type WatchEvent, type WatchRequest } from '../../grpc/messages.js';
 import { StoreStateError, type StoreChange, type WritableNodeStore } from '../store/lmdb.js';
 import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
+import { CHUNK_QUEUE_WEIGHT, chunkChanges, queueWeight, toStoreChange } from './decode.js';
+import type { SyncState } from './state.js';
+
+export type { SyncState };
 
 /** A stream with no event for this long is abandoned and reopened, in ms (server heartbeats every 10 s). */
 export const WATCH_IDLE_TIMEOUT_MS = 35_000;
@@ -56,36 +58,6 @@ export const MAX_RECEIVE_MESSAGE_BYTES = 64 * 1024 * 1024;
 export const CLIENT_KEEPALIVE_TIME_MS = 30_000;
 /** Unanswered-ping timeout on the channel, in ms. */
 export const CLIENT_KEEPALIVE_TIMEOUT_MS = 10_000;
-
-/** Sync status for `/metrics` and `/_ready`. */
-export interface SyncState {
-  /** A Watch stream is open and has delivered at least one event. */
-  connected: boolean;
-  /** Revision applied to the store. */
-  revision: number;
-  /** Latest revision the control plane reported (heartbeats, changes, snapshots). */
-  controlPlaneRevision: number;
-  /** max(0, controlPlaneRevision − revision), in revisions. */
-  lag: number;
-  /** Wall-clock time of the last applied change or snapshot, ms since the epoch; null before. */
-  lastChangeAtMs: number | null;
-  /** A snapshot is being staged. */
-  snapshotting: boolean;
-  /** Entities staged for the snapshot in progress. */
-  snapshotStaged: number;
-  /** Snapshots swapped in since start. */
-  snapshotsApplied: number;
-  /** Snapshots continued from a staged part (SnapshotBegin.resumed) since start. */
-  snapshotsResumed: number;
-  /** Streams opened since start. */
-  streamsOpened: number;
-  /** Status of the last failed stream, or null. */
-  lastError: { code: number; details: string } | null;
-  /** Changes skipped since start because they could not be decoded or applied. */
-  skippedChanges: number;
-  /** Revision of the last skipped change (0 = none). */
-  lastSkippedRevision: number;
-}
 
 /** Options of {@link startWatchClient}. */
 export interface WatchClientOptions {
@@ -107,70 +79,6 @@ export interface WatchClient {
   state(): SyncState;
   /** Cancels the stream, waits for the applier to finish, closes the channel. */
   close(): Promise<void>;
-}
-
-/**
- * Watch event → store change (the payload bytes kept to be stored as they are). A person of a
- * snapshot chunk that carries its distinct ids is not decoded at all: its index entries need
- * only those and its project, and its bytes are stored as they arrived (the control plane
- * encoded them within the depth bound; only its too-deep marker is refused here).
- * @throws RevisionError on a malformed revision, PayloadError on a payload that does not decode.
- */
-function toStoreChange(c: ChunkChangeMessage): StoreChange {
-  const projectId = parseRevision(c.project_id);
-  if (c.distinct_ids !== undefined && c.kind === 'person' && !UNENCODABLE_PAYLOAD.equals(c.payload)) {
-    return { kind: c.kind, entityId: c.entity_id, projectId, op: 'upsert', payload: { project_id: projectId, distinct_ids: c.distinct_ids }, raw: c.payload };
-  }
-  const del = c.op === 'DELETE';
-  return {
-    kind: c.kind,
-    entityId: c.entity_id,
-    projectId: projectId === 0 ? null : projectId,
-    op: del ? 'delete' : 'upsert',
-    payload: del ? null : decodePayload(c.payload),
-    ...(del ? {} : { raw: c.payload }),
-  };
-}
-
-/**
- * What a SnapshotChunk counts for in the queue bound (its entities are not counted before it is
- * decoded): the server's largest chunk, so a paused stream holds a few chunks at most.
- */
-export const CHUNK_QUEUE_WEIGHT = 5_000;
-
-/** Changes an event adds to the queue (see {@link QUEUE_HIGH_WATER}). */
-function queueWeight(ev: WatchEvent): number {
-  if (ev.event === 'change') return 1;
-  if (ev.event === 'changes') return ev.changes.changes.length;
-  return ev.event === 'snapshot_chunk' ? CHUNK_QUEUE_WEIGHT : 0;
-}
-
-/** Plain msgpack for the chunk envelope (its payloads are bins, decoded one by one with {@link decodePayload}). */
-const chunkUnpackr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true });
-
-/** A snapshot entity as it travels in a chunk: [kind, entity_id, project_id, payload, distinct ids (persons)]. */
-type ChunkTuple = [string, string, number, Uint8Array, string[]?];
-
-/** A chunk entity as a Change, with a person's distinct ids when the chunk carried them. */
-type ChunkChangeMessage = ChangeMessage & { distinct_ids?: readonly string[] };
-
-/**
- * The entities of a SnapshotChunk (control-plane/grpc/snapshot.ts) as Change messages, for the
- * same decode-or-skip path as the tail. @throws when the envelope is not an array of tuples.
- */
-function chunkChanges(chunk: SnapshotChunkMessage, revision: number): ChunkChangeMessage[] {
-  const tuples = chunkUnpackr.unpack(chunk.entities) as unknown;
-  if (!Array.isArray(tuples)) throw new Error('SnapshotChunk.entities is not a msgpack array');
-  const rev = String(revision);
-  return (tuples as ChunkTuple[]).map((t) => {
-    if (!Array.isArray(t) || (t.length !== 4 && t.length !== 5) || typeof t[0] !== 'string' || typeof t[1] !== 'string' || typeof t[2] !== 'number' || !(t[3] instanceof Uint8Array)) {
-      throw new Error('SnapshotChunk entity is not [kind, entity_id, project_id, payload, distinct ids?]');
-    }
-    const payload = Buffer.isBuffer(t[3]) ? t[3] : Buffer.from(t[3].buffer, t[3].byteOffset, t[3].byteLength);
-    const m: ChunkChangeMessage = { revision: rev, kind: t[0], entity_id: t[1], project_id: String(t[2]), op: 'UPSERT', payload };
-    if (t.length === 5 && Array.isArray(t[4]) && t[4].every((d) => typeof d === 'string')) m.distinct_ids = t[4];
-    return m;
-  });
 }
 
 /** Starts syncing `store` from the control plane; returns at once (connects in the background). */

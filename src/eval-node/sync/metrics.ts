@@ -2,7 +2,7 @@
  * Prometheus text for the node's sync status (DESIGN.md "Processes": `GET /metrics`). The HTTP
  * layer appends this to its own metrics; names are stable (dashboards use them).
  */
-import type { SyncState } from './client.js';
+import type { SyncState } from './state.js';
 
 /**
  * Renders `state` (and readiness = a complete snapshot has been applied) in Prometheus text

@@ -1,0 +1,30 @@
+/** The Watch client's status as `/metrics` and `/_ready` read it (sync/client.ts keeps it). */
+/** Sync status for `/metrics` and `/_ready`. */
+export interface SyncState {
+  /** A Watch stream is open and has delivered at least one event. */
+  connected: boolean;
+  /** Revision applied to the store. */
+  revision: number;
+  /** Latest revision the control plane reported (heartbeats, changes, snapshots). */
+  controlPlaneRevision: number;
+  /** max(0, controlPlaneRevision − revision), in revisions. */
+  lag: number;
+  /** Wall-clock time of the last applied change or snapshot, ms since the epoch; null before. */
+  lastChangeAtMs: number | null;
+  /** A snapshot is being staged. */
+  snapshotting: boolean;
+  /** Entities staged for the snapshot in progress. */
+  snapshotStaged: number;
+  /** Snapshots swapped in since start. */
+  snapshotsApplied: number;
+  /** Snapshots continued from a staged part (SnapshotBegin.resumed) since start. */
+  snapshotsResumed: number;
+  /** Streams opened since start. */
+  streamsOpened: number;
+  /** Status of the last failed stream, or null. */
+  lastError: { code: number; details: string } | null;
+  /** Changes skipped since start because they could not be decoded or applied. */
+  skippedChanges: number;
+  /** Revision of the last skipped change (0 = none). */
+  lastSkippedRevision: number;
+}
