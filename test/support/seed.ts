@@ -22,6 +22,15 @@ export async function seedOrganization(sql: Sql, name = 'Org'): Promise<number> 
   }) as Promise<number>;
 }
 
+/** Renames an organization as the control plane does: the row and its change-log entry in one transaction. */
+export async function renameOrganization(sql: Sql, id: number, name: string): Promise<void> {
+  await sql.begin(async (tx) => {
+    const [o] = await tx<{ id: number; name: string; monthly_flag_requests_limit: number | null; quota_limited: boolean }[]>`
+      UPDATE organizations SET name = ${name} WHERE id = ${id} RETURNING id, name, monthly_flag_requests_limit, quota_limited`;
+    await appendChanges(tx, [{ projectId: null, kind: 'organization', entityId: String(o!.id), op: 'upsert', payload: organizationEntity(o!) }]);
+  });
+}
+
 /** Inserts a project with a fresh API token; returns id and token. */
 export async function seedProject(sql: Sql, organizationId: number, name = 'Project'): Promise<{ id: number; token: string }> {
   return sql.begin(async (tx) => {

@@ -140,26 +140,36 @@ export function applyChange(dbs: StoreDbs, gen: number, change: StoreChange, rev
     index(dbs, gen, kind, entityId, change.payload, putSync);
   }
 
-  if (DEFINITION_KINDS.has(kind)) {
-    const oldOwner = dbs.owner.get(key);
-    const newOwner = remove ? undefined : change.projectId ?? undefined;
-    if (oldOwner !== undefined && oldOwner !== newOwner) {
-      dbs.byProject.removeSync([gen, oldOwner, kind], entityId);
-      dbs.owner.removeSync(key);
-      dbs.defsRev.putSync([gen, oldOwner], revision);
-      touched.add(oldOwner);
-    }
-    if (newOwner !== undefined && oldOwner !== newOwner) {
-      dbs.byProject.putSync([gen, newOwner, kind], entityId);
-      dbs.owner.putSync(key, newOwner);
-    }
-    const project = newOwner ?? oldOwner ?? change.projectId;
-    if (project !== undefined && project !== null) {
-      dbs.defsRev.putSync([gen, project], revision);
-      touched.add(project);
-    }
-  } else if (!CAPTURE_KINDS.has(kind)) {
-    touched.add(change.projectId);
+  track(dbs, gen, change, key, DEFINITION_KINDS.has(kind) ? dbs.owner.get(key) : undefined, remove, revision, touched, putSync);
+}
+
+/**
+ * The per-project bookkeeping of one change (module doc): for definition kinds the owner and
+ * byProject entries move from `oldOwner` to the change's project (none when `remove`) and the
+ * projects' definitions revisions are set; other kinds outside capture touch their project.
+ */
+function track(dbs: StoreDbs, gen: number, change: StoreChange, key: GenKey, oldOwner: number | undefined, remove: boolean,
+  revision: number, touched: Set<number | null>, put: Put): void {
+  const { kind, entityId } = change;
+  if (!DEFINITION_KINDS.has(kind)) {
+    if (!CAPTURE_KINDS.has(kind)) touched.add(change.projectId);
+    return;
+  }
+  const newOwner = remove ? undefined : change.projectId ?? undefined;
+  if (oldOwner !== undefined && oldOwner !== newOwner) {
+    dbs.byProject.removeSync([gen, oldOwner, kind], entityId);
+    dbs.owner.removeSync(key);
+    put(dbs.defsRev, [gen, oldOwner], revision);
+    touched.add(oldOwner);
+  }
+  if (newOwner !== undefined && oldOwner !== newOwner) {
+    put(dbs.byProject, [gen, newOwner, kind], entityId);
+    put(dbs.owner, key, newOwner);
+  }
+  const project = newOwner ?? oldOwner ?? change.projectId;
+  if (project !== undefined && project !== null) {
+    put(dbs.defsRev, [gen, project], revision);
+    touched.add(project);
   }
 }
 
@@ -181,14 +191,7 @@ export async function stageFresh(dbs: StoreDbs, gen: number, changes: readonly S
     const key = entityKey(gen, c.kind, c.entityId);
     put(dbs.entities, key, (c.raw ?? c.payload) as never);
     index(dbs, gen, c.kind, c.entityId, c.payload, put);
-    if (DEFINITION_KINDS.has(c.kind) && c.projectId !== null) {
-      put(dbs.byProject, [gen, c.projectId, c.kind], c.entityId);
-      put(dbs.owner, key, c.projectId);
-      put(dbs.defsRev, [gen, c.projectId], revision);
-      touched.add(c.projectId);
-    } else if (!DEFINITION_KINDS.has(c.kind) && !CAPTURE_KINDS.has(c.kind)) {
-      touched.add(c.projectId);
-    }
+    track(dbs, gen, c, key, undefined, false, revision, touched, put);
   }
   if (last) pending.push(last());
   await Promise.all(pending);

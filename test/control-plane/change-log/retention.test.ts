@@ -2,9 +2,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { compactChangeLog, pruneChangeLog } from '../../../src/control-plane/change-log/retention.js';
-import { appendChanges, currentRevision } from '../../../src/control-plane/change-log/store.js';
-import { seedFlag, seedOrganization, seedProject, updateFlag } from '../../support/seed.js';
-import { assertStoreMatchesTables, syncFixture, waitForHead } from '../../support/sync.js';
+import { currentRevision } from '../../../src/control-plane/change-log/store.js';
+import { renameOrganization, seedFlag, seedOrganization, seedProject, updateFlag } from '../../support/seed.js';
+import { assertStoreMatchesTables, syncFixture, waitForHead, type SyncFixture } from '../../support/sync.js';
+
+/** Starts the server and a node, waits until the node holds the head, stops the node; resolves with that revision. */
+async function nodeStoppedAtHead(fx: SyncFixture): Promise<number> {
+  await fx.startServer();
+  const node = await fx.startNode();
+  const at = await waitForHead(fx.db, node.store);
+  await node.close();
+  return at;
+}
 
 test('only revisions beyond both bounds are pruned; a node behind the pruned prefix rebuilds from a snapshot', async () => {
   const fx = await syncFixture();
@@ -13,12 +22,8 @@ test('only revisions beyond both bounds are pruned; a node behind the pruned pre
     const org = await seedOrganization(sql);
     const p = await seedProject(sql, org);
     for (let i = 0; i < 6; i++) await seedFlag(sql, p.id, `f${i}`);
-    await fx.startServer();
-    let node = await fx.startNode();
-    const behindAt = await waitForHead(fx.db, node.store);
-    await node.close();
-    for (let i = 0; i < 4; i++) await sql.begin((tx) => appendChanges(tx, [{ projectId: null, kind: 'organization', entityId: String(org), op: 'upsert', payload: { id: org, name: `o${i}`, monthly_flag_requests_limit: null, quota_limited: false } }]));
-    await sql`UPDATE organizations SET name = 'o3' WHERE id = ${org}`;
+    const behindAt = await nodeStoppedAtHead(fx);
+    for (let i = 0; i < 4; i++) await renameOrganization(sql, org, `o${i}`);
     const head = await currentRevision(sql);
 
     assert.equal(await pruneChangeLog(sql, { keepRevisions: 2, keepMs: 60_000 }), 0, 'everything is recent');
@@ -27,7 +32,7 @@ test('only revisions beyond both bounds are pruned; a node behind the pruned pre
     const [bounds] = await sql<{ min: number; max: number }[]>`SELECT min(revision)::int AS min, max(revision)::int AS max FROM change_log`;
     assert.deepEqual(bounds, { min: head - 1, max: head });
 
-    node = await fx.startNode();
+    const node = await fx.startNode();
     await waitForHead(fx.db, node.store);
     assert.ok(behindAt < head - 2);
     assert.equal(node.sync.state().snapshotsApplied, 1, 'log_pruned → snapshot');
@@ -44,20 +49,13 @@ test('compaction keeps only the newest entry of each entity past the catch-up wi
     const org = await seedOrganization(sql);
     const p = await seedProject(sql, org);
     const kept = await seedFlag(sql, p.id, 'kept');
-    await fx.startServer();
-    let node = await fx.startNode();
-    const behindAt = await waitForHead(fx.db, node.store);
-    await node.close();
+    const behindAt = await nodeStoppedAtHead(fx);
 
     // While the node is away: the flag changes five times, another flag comes and goes, the org is renamed.
     for (let i = 0; i < 5; i++) await updateFlag(sql, kept, { name: `kept v${i}` });
     const gone = await seedFlag(sql, p.id, 'gone');
     await updateFlag(sql, gone, { deleted: true });
-    for (let i = 0; i < 3; i++) {
-      await sql.begin((tx) => appendChanges(tx, [{ projectId: null, kind: 'organization', entityId: String(org), op: 'upsert',
-        payload: { id: org, name: `o${i}`, monthly_flag_requests_limit: null, quota_limited: false } }]));
-    }
-    await sql`UPDATE organizations SET name = 'o2' WHERE id = ${org}`;
+    for (let i = 0; i < 3; i++) await renameOrganization(sql, org, `o${i}`);
     const head = await currentRevision(sql);
     const before = await sql<{ kind: string; entity_id: string; revision: number }[]>`SELECT kind, entity_id, revision FROM change_log ORDER BY revision`;
 
@@ -71,7 +69,7 @@ test('compaction keeps only the newest entry of each entity past the catch-up wi
     assert.ok(compacted >= 7);
     assert.equal(await compactChangeLog(sql, { windowRevisions: 1 }), 0, 'idempotent');
 
-    node = await fx.startNode();
+    const node = await fx.startNode();
     await waitForHead(fx.db, node.store);
     assert.ok(behindAt < head);
     assert.equal(node.sync.state().snapshotsApplied, 0, 'compaction is not pruning: the tail is enough');
@@ -89,10 +87,7 @@ test('the catch-up window is bounded by payload bytes as well as revisions', asy
     const { sql } = fx.db;
     const org = await seedOrganization(sql);
     const big = 'x'.repeat(4000);
-    for (let i = 0; i < 6; i++) {
-      await sql.begin((tx) => appendChanges(tx, [{ projectId: null, kind: 'organization', entityId: String(org), op: 'upsert',
-        payload: { id: org, name: `${i}${big}`, monthly_flag_requests_limit: null, quota_limited: false } }]));
-    }
+    for (let i = 0; i < 6; i++) await renameOrganization(sql, org, `${i}${big}`);
     const head = await currentRevision(sql);
     const sizes = await sql<{ revision: number; size: number }[]>`SELECT revision, pg_column_size(payload) AS size FROM change_log
       WHERE kind = 'organization' ORDER BY revision DESC`;

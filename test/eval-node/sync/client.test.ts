@@ -8,11 +8,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { createPersonalApiKey } from '../../../src/control-plane/keys/store.js';
-import { appendChanges, currentRevision } from '../../../src/control-plane/change-log/store.js';
-import { organizationEntity } from '../../../src/control-plane/quota/service.js';
+import { currentRevision } from '../../../src/control-plane/change-log/store.js';
 import { openNodeStore, type WritableNodeStore } from '../../../src/eval-node/store/lmdb.js';
 import { nodeStorePath } from '../../../src/eval-node/node.js';
-import { seedCohort, seedFlag, seedGroupType, seedOrganization, seedProject, seedUser, updateFlag } from '../../support/seed.js';
+import { renameOrganization, seedCohort, seedFlag, seedGroupType, seedOrganization, seedProject, seedUser, updateFlag } from '../../support/seed.js';
 import { assertStoreMatchesTables, syncFixture, waitForHead, type SyncFixture } from '../../support/sync.js';
 import { waitFor } from '../../support/wait.js';
 
@@ -222,11 +221,7 @@ test('a new node\'s bootstrap resumes after a dropped stream and a restart of bo
     // Meanwhile the state moves on: a new flag, one deleted, one of the first chunks' entities changed.
     await seedFlag(fx.db.sql, w.p1.id, 'while-down');
     await updateFlag(fx.db.sql, w.flagIds[0]!, { deleted: true });
-    await fx.db.sql.begin(async (tx) => {
-      const [o] = await tx<{ id: number; name: string; monthly_flag_requests_limit: number | null; quota_limited: boolean }[]>`
-        UPDATE organizations SET name = 'renamed while down' WHERE id = ${w.orgId} RETURNING id, name, monthly_flag_requests_limit, quota_limited`;
-      await appendChanges(tx, [{ projectId: null, kind: 'organization', entityId: String(o!.id), op: 'upsert', payload: organizationEntity(o!) }]);
-    });
+    await renameOrganization(fx.db.sql, w.orgId, 'renamed while down');
 
     const sentSecond: number[] = [];
     await fx.startServer({ chunkMaxEntities: 2, afterSnapshotEvent: async (sent) => { sentSecond.push(sent); } });
