@@ -13,7 +13,7 @@
  * `DETACH PARTITION … CONCURRENTLY` then `DROP TABLE`: readers are not blocked, and no row is
  * deleted one by one.
  */
-import type { Sql } from '../db/connect.js';
+import type { Sql, Tx } from '../db/connect.js';
 
 /** Timestamps before this go to `events_old`. */
 export const PARTITIONED_FROM = Date.UTC(2020, 0, 1);
@@ -41,8 +41,21 @@ export function monthPartition(t: Date): MonthPartition {
 }
 
 /** Names of the tables attached to `events` as partitions. */
-const ATTACHED = (sql: Sql) => sql<{ name: string }[]>`
+const ATTACHED = (sql: Sql | Tx) => sql<{ name: string }[]>`
   SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass ORDER BY c.relname`;
+
+/**
+ * The attached partitions that can hold a timestamp in `[from, to]`, oldest first (the names
+ * sort chronologically: `events_old`, then `events_yYYYYmMM`). Empty when `from` > `to`. Lets
+ * a query probe each month's table itself (experiment funnels: no run-time partition pruning
+ * per probe, and an order of its choosing across months).
+ */
+export async function eventPartitionsBetween(sql: Sql | Tx, from: Date, to: Date): Promise<string[]> {
+  if (from > to) return [];
+  const lo = monthPartition(from).name;
+  const hi = monthPartition(to).name;
+  return (await ATTACHED(sql)).map((r) => r.name).filter((n) => n >= lo && n <= hi);
+}
 
 /**
  * Creates the partitions `timestamps` need that are not attached yet: one catalog query, and for

@@ -199,6 +199,57 @@ test('mean, funnel, ratio and retention metrics equal a direct computation from 
   assert.equal(freq.body.variant_results[0].confidence_interval.length, 2);
 });
 
+test('funnels whose events span several month partitions: ordered (3 steps) and unordered equal a direct computation', async () => {
+  // Exposures over 50 days and events over 90: each person's steps fall in three or four months,
+  // so the probes cross month tables in both directions (earliest step first, latest for the last).
+  const DAY = 24 * HOUR;
+  const key = 'months-exp';
+  const start = Date.now() - 85 * DAY;
+  const id = await experiment('Months', key, new Date(start));
+  const rand = prng(7);
+  const steps = ['m-a', 'm-b', 'm-c'];
+  const events: Ev[] = [];
+  const users: { d: string; variant: string; first: number }[] = [];
+  for (let i = 0; i < 160; i++) {
+    const d = `mo-${i}`;
+    const variant = i % 2 === 0 ? 'control' : 'test';
+    const first = start + Math.floor(rand() * 50 * DAY);
+    events.push(exposure(d, key, variant, first));
+    users.push({ d, variant, first });
+    for (let k = 0; k < 6; k++) {
+      const at = Math.min(Date.now() - HOUR, first + (rand() * 80 - 10) * DAY);
+      events.push({ distinct_id: d, event: steps[Math.floor(rand() * 3)]!, timestamp: new Date(at).toISOString(), properties: {} });
+    }
+  }
+  await ingest(events);
+  const months = await t.db.sql<{ n: number }[]>`SELECT count(DISTINCT tableoid)::int AS n FROM events WHERE project_id = ${t.projectId} AND event LIKE 'm-%'`;
+  assert.ok(months[0]!.n >= 3, `events in ${months[0]!.n} month partitions`);
+  const byUser = new Map<string, number[][]>();
+  for (const u of users) byUser.set(u.d, steps.map(() => []));
+  for (const e of events) if (e.event !== '$feature_flag_called') byUser.get(e.distinct_id)![steps.indexOf(e.event)]!.push(Date.parse(e.timestamp));
+  const W = 30 * DAY;
+  const orderedReach = (u: typeof users[number]) => {
+    let at = u.first;
+    for (let j = 0; j < steps.length; j++) {
+      const next = byUser.get(u.d)![j]!.filter((ts) => ts >= at && ts <= u.first + W).sort((a, b) => a - b)[0];
+      if (next === undefined) return j;
+      at = next;
+    }
+    return steps.length;
+  };
+  const unorderedReach = (u: typeof users[number]) => byUser.get(u.d)!.filter((ts) => ts.some((x) => x >= u.first && x <= u.first + W)).length;
+  const series = steps.map((event) => ({ kind: 'EventsNode', event }));
+  for (const [order, reach] of [['ordered', orderedReach], ['unordered', unorderedReach]] as const) {
+    const r = await query(id, { kind: 'ExperimentMetric', metric_type: 'funnel', funnel_order_type: order, series, conversion_window: 30, conversion_window_unit: 'day' });
+    assert.equal(r.status, 200, r.text);
+    for (const arm of [r.body.baseline, ...r.body.variant_results]) {
+      const reached = users.filter((u) => u.variant === arm.key).map(reach);
+      assert.deepEqual(arm.step_counts, steps.map((_s, j) => reached.filter((n) => n >= j + 1).length), `${order} ${arm.key}`);
+      assert.equal(arm.sum, reached.filter((n) => n === steps.length).length, `${order} ${arm.key} conversions`);
+    }
+  }
+});
+
 test('validation failures: fewer than 50 exposures, funnels under 5 conversions, a zero baseline', async () => {
   const key = 'tiny-exp';
   const start = Date.now() - 10 * HOUR;

@@ -52,25 +52,36 @@ export function uuidRangeStart(i: number, count: number): string | null {
 }
 
 /**
+ * The condition that `column` (a person uuid) lies in partition `p`'s range of the uuid space.
+ */
+function uuidRangeSql(tx: Tx, column: ReturnType<Tx>, p: { index: number; count: number }) {
+  const lo = uuidRangeStart(p.index, p.count)!;
+  const hi = uuidRangeStart(p.index + 1, p.count);
+  return hi === null ? tx`${column} >= ${lo}::uuid` : tx`${column} >= ${lo}::uuid AND ${column} < ${hi}::uuid`;
+}
+
+/**
  * The WHERE clause of one partition's entities (alias `r`): persons by uuid range, so each
  * transaction reads only its part of the pre-aggregate's (flag, person) index and probes the
  * events index in ascending order; groups (text keys) by hash.
  */
 function partitionSql(tx: Tx, groupIndex: number | null, p: { index: number; count: number }) {
   if (groupIndex !== null) return tx`WHERE abs(hashtext(r.entity)) % ${p.count} = ${p.index}`;
-  const lo = uuidRangeStart(p.index, p.count)!;
-  const hi = uuidRangeStart(p.index + 1, p.count);
-  return hi === null ? tx`WHERE r.entity >= ${lo}::uuid` : tx`WHERE r.entity >= ${lo}::uuid AND r.entity < ${hi}::uuid`;
+  return tx`WHERE ${uuidRangeSql(tx, tx`r.entity`, p)}`;
 }
 
 /**
- * True when ingestion's pre-aggregated exposures give exactly the windowed answer: every
- * configured-variant exposure of the flag lies inside `[start, end]` (so no event the window
- * would drop is folded into a row).
+ * True when ingestion's pre-aggregated exposures give exactly the windowed answer for this
+ * partition's persons: every configured-variant exposure of the flag by a person of the
+ * partition lies inside `[start, end]` (so no event the window would drop is folded into a
+ * row). Each partition decides for its own persons and reads only its share of the rows (both
+ * paths give the same rows, so partitions may take different ones); with person merges a
+ * partition's entity may come from any row, so every row is checked.
  */
 async function preAggregatedFits(tx: Tx, s: ExposureSpec): Promise<boolean> {
+  const part = s.partition && s.partition.count > 1 && !s.merges ? tx`AND ${uuidRangeSql(tx, tx`person_uuid`, s.partition)}` : tx``;
   const [r] = await tx<{ lo: Date | null; hi: Date | null }[]>`SELECT min(first_ts) AS lo, max(last_ts) AS hi FROM experiment_exposures
-    WHERE project_id = ${s.projectId} AND flag_key = ${s.flagKey} AND variant = ANY(${tx.array(s.variants)}::text[])`;
+    WHERE project_id = ${s.projectId} AND flag_key = ${s.flagKey} AND variant = ANY(${tx.array(s.variants)}::text[]) ${part}`;
   return r!.lo === null || (r!.lo >= s.start && r!.hi! <= s.end);
 }
 

@@ -23,6 +23,7 @@ import type { Tx } from '../../db/connect.js';
 import { errors } from '../../../errors.js';
 import { eventFiltersSql, numericProperty } from '../../events/property-filters.js';
 import { entitySql, personJoinSql } from '../../events/person-merges.js';
+import { eventPartitionsBetween } from '../../ingestion/event-partitions.js';
 
 type Obj = JsonObject;
 
@@ -180,29 +181,7 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj, mater
       const ordered = metric.funnel_order_type !== 'unordered';
       const probe = (source: unknown) => isJsonObject(source) && source.kind === 'EventsNode' && typeof source.event === 'string';
       if (s.groupIndex === null && !s.merges && steps.every(probe)) {
-        // Persons without merges: per exposed person, one probe of events_project_person_event_time
-        // per step for the earliest step event at/after the previous step (ordered) or the exposure
-        // (unordered), chained in one statement so each person's steps are looked up back to back
-        // (their index entries share leaf pages) and nothing is written between steps.
-        let joins = tx``;
-        let reached = tx`0`;
-        for (let step = 1; step <= k; step++) {
-          const source = steps[step - 1] as Obj;
-          const alias = tx(`s${step}`);
-          const chained = ordered && step > 1;
-          const after = chained ? tx`${tx(`s${step - 1}`)}.t` : tx`x.first_exposure`;
-          joins = tx`${joins} LEFT JOIN LATERAL (SELECT e.timestamp AS t FROM events e
-              WHERE ${chained ? tx`${after} IS NOT NULL AND` : tx``} e.project_id = ${s.projectId} AND e.person_id = x.entity AND e.event = ${source.event as string}
-                AND e.timestamp >= ${after} AND e.timestamp >= ${stepsFrom} AND e.timestamp <= ${until}
-                AND e.timestamp <= x.first_exposure + make_interval(secs => ${fw})
-                AND ${eventFiltersSql(tx, source.properties, `metric__series__${step - 1}__properties`)}
-              ORDER BY e.timestamp LIMIT 1) ${alias} ON true`;
-          reached = ordered
-            ? tx`CASE WHEN ${alias}.t IS NOT NULL THEN ${step} ELSE ${reached} END`
-            : tx`${reached} + (CASE WHEN ${alias}.t IS NOT NULL THEN 1 ELSE 0 END)`;
-        }
-        return create(tx`SELECT entity, variant, (CASE WHEN reached = ${k} THEN 1 ELSE 0 END)::float8 AS value,
-          1::float8 AS denom, reached AS step, 0::float8 AS cov FROM (SELECT x.entity, x.variant, ${reached} AS reached FROM exp_exposed x ${joins}) f`);
+        return create((await probedFunnel(tx, s, steps as Obj[], { ordered, fw, from: stepsFrom, until })).select);
       }
       // Otherwise one pass per step over that step's events joined to the entities still in the
       // funnel: ordered, the earliest step-i event at/after step i − 1 (earliest is optimal for
@@ -248,6 +227,53 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj, mater
     default:
       throw errors.validation(`metric_type "${String(metric.metric_type)}" cannot be computed.`, 'metric__metric_type');
   }
+}
+
+/**
+ * The per-person funnel values by index probes (persons without merges, every step an event
+ * name): per exposed person and step, probes of `events_project_person_event_time` in each month
+ * partition that can hold the step, chained in one statement so a person's steps are looked up
+ * back to back (their entries share leaf pages) and nothing is written between steps.
+ *
+ * - A step whose time the next step needs (ordered, not the last) takes the earliest event
+ *   at/after the previous step: the months are probed oldest first and the first hit wins.
+ * - A step that only has to exist (the last ordered step; every unordered step, at/after the
+ *   exposure) takes the latest event in its window: the months are probed newest first, where
+ *   most of a person's later events are, so usually one probe answers.
+ * Each month is probed as its own table (COALESCE of scalar subqueries, each fenced with
+ * OFFSET 0 so the planner does not inline and repeat them): probing the partitioned parent
+ * re-runs partition pruning per probe and always starts at the oldest month.
+ * Measured (bench/experiments.ts workload, one half of 500,000 persons, two months): 5.35 s
+ * through the parent, 4.4–4.9 s probing the months.
+ */
+async function probedFunnel(tx: Tx, s: ValueSpec, steps: Obj[], o: { ordered: boolean; fw: number; from: Date; until: Date }): Promise<{ select: ReturnType<Tx> }> {
+  const months = await eventPartitionsBetween(tx, o.from, o.until);
+  const tables = months.length > 0 ? months : ['events'];
+  const k = steps.length;
+  let rel = tx`SELECT x.entity, x.variant, x.first_exposure FROM exp_exposed x`;
+  let reached = tx`0`;
+  for (let step = 1; step <= k; step++) {
+    const source = steps[step - 1]!;
+    const chained = o.ordered && step > 1;
+    const exists = !o.ordered || step === k;
+    const after = chained ? tx`y.${tx(`t${step - 1}`)}` : tx`y.first_exposure`;
+    const probes = (exists ? [...tables].reverse() : tables).map((table) => tx`(SELECT e.timestamp FROM ${tx(table)} e
+        WHERE e.project_id = ${s.projectId} AND e.person_id = y.entity AND e.event = ${source.event as string}
+          AND e.timestamp >= ${after} AND e.timestamp >= ${o.from} AND e.timestamp <= ${o.until}
+          AND e.timestamp <= y.first_exposure + make_interval(secs => ${o.fw})
+          AND ${eventFiltersSql(tx, source.properties, `metric__series__${step - 1}__properties`)}
+        ORDER BY e.timestamp ${exists ? tx`DESC` : tx`ASC`} LIMIT 1)`);
+    const first = probes.slice(1).reduce((all, p) => tx`${all}, ${p}`, probes[0]!);
+    const t = probes.length > 1 ? tx`COALESCE(${first})` : first;
+    rel = tx`SELECT y.*, ${chained ? tx`CASE WHEN ${after} IS NOT NULL THEN ${t} END` : t} AS ${tx(`t${step}`)} FROM (${rel} OFFSET 0) y`;
+    const hit = tx`f.${tx(`t${step}`)} IS NOT NULL`;
+    reached = o.ordered ? tx`CASE WHEN ${hit} THEN ${step} ELSE ${reached} END` : tx`${reached} + (CASE WHEN ${hit} THEN 1 ELSE 0 END)`;
+  }
+  // Wrapped: a SQL fragment is a thenable, and returned bare from an async function it would run.
+  return {
+    select: tx`SELECT entity, variant, (CASE WHEN reached = ${k} THEN 1 ELSE 0 END)::float8 AS value,
+      1::float8 AS denom, reached AS step, 0::float8 AS cov FROM (SELECT f.entity, f.variant, ${reached} AS reached FROM (${rel} OFFSET 0) f) r`,
+  };
 }
 
 /** Clamps `exp_values.value` to PostHog's winsorization bounds (pooled over every variant). */
