@@ -139,8 +139,14 @@ async function main(): Promise<void> {
     const [head] = await cp.sql<{ r: number }[]>`SELECT max(revision)::bigint AS r FROM change_log`;
     await until('the node at the head revision', async () => (await revisionOf(node.url)) >= Number(head!.r));
     const endToEndS = seconds(t0);
-    // Steady state after the load, measured a little after it like the restarted node below.
+    // Steady state after the load: once the node has handed back the memory the load left
+    // (memory/release.ts, ~1 s after its writes go quiet), and at least 2 s after it like the
+    // restarted node below.
+    const releases = async () => Number(/^switchyard_node_memory_releases_total (\d+)/m.exec(await (await fetch(`${node.url}/metrics`)).text())?.[1] ?? 0);
+    const releasedBefore = await releases();
+    const settle = Date.now() + 10_000;
     await new Promise((r) => setTimeout(r, 2000));
+    while (Date.now() < settle && await releases() === releasedBefore) await new Promise((r) => setTimeout(r, 200));
     const loaded = memory(node.child.pid!);
     const lmdbBytes = fs.statSync(path.join(nodeDir, 'lmdb', 'data.mdb')).size;
     const metrics = await (await fetch(`${node.url}/metrics`)).text();

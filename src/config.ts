@@ -62,6 +62,12 @@ export interface Config {
    */
   readonly lmdbMapSize: number;
   /**
+   * Quiet time, in ms, after bulk writes (a snapshot, a run of changes, capture) before a node
+   * releases the LMDB pages mapped meanwhile (SWITCHYARD_LMDB_RELEASE_QUIET_MS, default 1000; 0 =
+   * never): store/page-release.ts. Keeps RSS at what the node reads rather than what the load touched.
+   */
+  readonly lmdbReleaseQuietMs: number;
+  /**
    * Largest /flags and /decide body once decoded (gunzip, base64), in bytes (413 above; issue 8
    * item 4). SDK bodies carry a distinct id and some properties: kilobytes.
    */
@@ -185,6 +191,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     evalThreads: int(env, 'SWITCHYARD_EVAL_THREADS', 0, 0, 256),
     ioThreads: int(env, 'SWITCHYARD_IO_THREADS', os.availableParallelism(), 1, 256),
     lmdbMapSize: int(env, 'SWITCHYARD_LMDB_MAP_SIZE', 16 * 1024 ** 3, 64 * 1024 ** 2, 2 ** 50),
+    lmdbReleaseQuietMs: int(env, 'SWITCHYARD_LMDB_RELEASE_QUIET_MS', 1_000, 0, 3_600_000),
     evalTaskTimeoutMs: int(env, 'SWITCHYARD_EVAL_TASK_TIMEOUT_MS', 2_000, 1, 600_000),
     maxFlagsBodyBytes: int(env, 'SWITCHYARD_MAX_FLAGS_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxCaptureBodyBytes: int(env, 'SWITCHYARD_MAX_CAPTURE_BODY_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),

@@ -7,6 +7,7 @@
  * Stop order: HTTP first (no new requests), then capture (stored events stay in the outbox for
  * the next start), the last usage report, then sync and store.
  */
+import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
@@ -19,12 +20,22 @@ import { startUsageReporter } from './sync/usage-reporter.js';
 import { startCapture, type CaptureService } from './capture/index.js';
 import type { IngestClientCall } from './capture/shipper.js';
 import { outboxFigures } from './http/metrics.js';
+import { captureOutboxPath } from './capture/index.js';
+import { startPageRelease, type PageRelease } from './memory/release.js';
+import { collectGarbage } from './memory/gc.js';
+
+/** Work units (changes applied, entities staged, outbox entries in or out) that make a page release due. */
+export const PAGE_RELEASE_MIN_WORK = 1_000;
+/** Fewest ms between two page releases. */
+export const PAGE_RELEASE_MIN_INTERVAL_MS = 1_000;
 
 /** A running node. */
 export interface NodeService {
   node: EvalNode;
   http: NodeHttp;
   capture: CaptureService;
+  /** Releases the LMDB pages bulk work mapped (store/page-release.ts). */
+  pages: PageRelease;
   close(): Promise<void>;
 }
 
@@ -41,6 +52,8 @@ export async function startNodeService(config: Config, log: Logger): Promise<Nod
   };
   let capture: CaptureService;
   let http: NodeHttp;
+  let pages: PageRelease | null = null;
+  const memoryReleases = (): number => pages?.releases ?? 0;
   try {
     capture = startCapture({
       config, log,
@@ -55,10 +68,10 @@ export async function startNodeService(config: Config, log: Logger): Promise<Nod
   }
   try {
     http = config.ioThreads > 1
-      ? await startIoThreads({ config, log, store: node.store, storePath: nodeStorePath(config), sync: node.sync, capture, threads: config.ioThreads })
+      ? await startIoThreads({ config, log, memoryReleases, store: node.store, storePath: nodeStorePath(config), sync: node.sync, capture, threads: config.ioThreads })
       : await startNodeHttp({
         config, log, store: node.store, sync: node.sync, capture: capture.handler, captureAppend: capture.append,
-        outboxStorage: () => outboxFigures(capture.outbox),
+        outboxStorage: () => outboxFigures(capture.outbox), memoryReleases,
       });
   } catch (e) {
     await capture.close();
@@ -69,13 +82,28 @@ export async function startNodeService(config: Config, log: Logger): Promise<Nod
   const usage = startUsageReporter({
     controlPlane: config.controlPlane, clusterToken: config.clusterToken!, nodeId: node.nodeId, take: () => http.usage.takeUsage(),
   }, log);
+  const release = startPageRelease({
+    files: [path.join(nodeStorePath(config), 'data.mdb'), path.join(captureOutboxPath(config), 'data.mdb')].map((f) => path.resolve(f)),
+    activity: () => {
+      const s = node.sync.state();
+      return [s.revision, s.snapshotStaged, capture.outbox.entries];
+    },
+    collect: async () => { collectGarbage(); await http.collectGarbage?.(); },
+    quietMs: config.lmdbReleaseQuietMs,
+    minWork: PAGE_RELEASE_MIN_WORK,
+    minIntervalMs: PAGE_RELEASE_MIN_INTERVAL_MS,
+    log: log.child({ component: 'eval-node' }),
+  });
+  pages = release;
   let closing: Promise<void> | null = null;
   return {
     node,
     http,
     capture,
+    pages: release,
     close() {
       closing ??= (async () => {
+        release.close();
         await http.close();
         await capture.close();
         ingestClient.close();

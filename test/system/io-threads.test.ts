@@ -18,12 +18,19 @@ function metric(text: string, name: string, labels = ''): number[] {
   return text.split('\n').filter((l) => l.startsWith(`${name}{`) && l.includes(labels)).map((l) => Number(l.split(' ').pop()));
 }
 
-/** The LMDB gauges: the store's map as configured (one mapping), files on disk, the outbox's payload. */
+/**
+ * The LMDB gauges: the store's map as configured (one mapping), files on disk, pages resident in
+ * the process (the store has been read: some), the outbox's payload, memory releases.
+ */
 function assertStorageMetrics(text: string, mapSize: number): void {
   assert.deepEqual(metric(text, 'switchyard_node_lmdb_map_bytes', 'env="store"'), [mapSize]);
   assert.ok(metric(text, 'switchyard_node_lmdb_file_bytes', 'env="store"')[0]! > 0);
   assert.ok(metric(text, 'switchyard_node_lmdb_map_bytes', 'env="outbox"')[0]! >= 64 * 1024 ** 2);
+  const resident = metric(text, 'switchyard_node_lmdb_resident_bytes', 'env="store"')[0]!;
+  assert.ok(resident > 0 && resident <= metric(text, 'switchyard_node_lmdb_file_bytes', 'env="store"')[0]!, `store resident ${resident}`);
+  assert.equal(metric(text, 'switchyard_node_lmdb_resident_bytes', 'env="outbox"').length, 1);
   assert.match(text, /^switchyard_node_capture_outbox_bytes \d+/m);
+  assert.match(text, /^switchyard_node_memory_releases_total \d+/m);
 }
 
 test('one IO thread: the same storage gauges on /metrics', async () => {
@@ -69,6 +76,12 @@ test('two IO threads share one port, the store, capture, usage, the feed limit a
     assert.equal(metric(after.text, 'switchyard_node_process_cpu_user_seconds_total').length, 0, 'labels-free process metrics are not summed per thread');
     assert.match(after.text, /^switchyard_node_process_cpu_user_seconds_total \d/m);
     assertStorageMetrics(after.text, 256 * 1024 ** 2);
+    // Each IO thread's heap, used within total.
+    for (const thread of ['0', '1']) {
+      const [used] = metric(after.text, 'switchyard_node_io_thread_heap_bytes', `thread="${thread}",kind="used"`);
+      const [total] = metric(after.text, 'switchyard_node_io_thread_heap_bytes', `thread="${thread}",kind="total"`);
+      assert.ok(used! > 0 && used! <= total!, `thread ${thread} heap ${used} / ${total}`);
+    }
 
     // Usage counted on both threads is reported once, in full.
     await waitFor('usage pushed by both threads', async () => {
@@ -95,6 +108,36 @@ test('two IO threads share one port, the store, capture, usage, the feed limit a
       statuses.push((await onNewConnection(`${node.http.url}/api/feature_flag/local_evaluation?token=${t.projectKey}`, 'GET', undefined, { authorization: `Bearer ${feedKey}` })).status);
     }
     assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429, 429, 429]);
+  } finally {
+    await c.close();
+  }
+});
+
+test('after bulk capture goes quiet the node hands memory back: a release is counted and the outbox pages are no longer mapped', async () => {
+  const c = await startCluster();
+  try {
+    const node = await c.startNode(c.tempDir(), { ioThreads: 2, lmdbReleaseQuietMs: 300 });
+    await waitReady(node.http.url);
+    const releases = async () => Number(/^switchyard_node_memory_releases_total (\d+)$/m.exec((await onNewConnection(`${node.http.url}/metrics`, 'GET')).text)?.[1]);
+    const outboxResident = async () => metric((await onNewConnection(`${node.http.url}/metrics`, 'GET')).text, 'switchyard_node_lmdb_resident_bytes', 'env="outbox"')[0]!;
+    const before = await releases();
+    // 1,500 events: 1,500 outbox entries in and out, past the 1,000 units that make a release due.
+    const uuids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const batch = Array.from({ length: 500 }, (_, k) => ({ uuid: crypto.randomUUID(), event: 'bulk', distinct_id: `bulk-${i}-${k}`, properties: { n: k } }));
+      uuids.push(...batch.map((e) => e.uuid));
+      const r = await onNewConnection(`${node.http.url}/batch/`, 'POST', { api_key: c.t.projectKey, batch });
+      assert.equal(r.status, 200, r.text);
+    }
+    await waitForEventsOnce(c.t, uuids);
+    await waitFor('a release after the bulk work', async () => (await releases()) > before || null, { timeoutMs: 15_000, intervalMs: 100 });
+    // The outbox is quiet: of its pages only what /metrics itself reads is mapped again (one
+    // fault maps at most 16 pages, 64 KiB).
+    const resident = await outboxResident();
+    assert.ok(resident <= 128 * 1024, `outbox resident after the release: ${resident}`);
+    // Nothing is lost by it: the node still answers from its store.
+    const r = await onNewConnection(`${node.http.url}/flags/?v=2`, 'POST', { token: c.t.projectKey, distinct_id: 'after-release' });
+    assert.equal(r.status, 200, r.text);
   } finally {
     await c.close();
   }

@@ -20,9 +20,9 @@
  * backlog drains instead of the node flipping from "everything accepted" to "everything refused".
  * The node's own records (continuity) are not shed.
  */
-import fs from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { prepareLmdbDir, restrictLmdbFiles } from '../store/files.js';
+import { environmentFigures, type EnvironmentFigures } from '../store/figures.js';
 import { Packr } from 'msgpackr';
 import type { CapturedEvent } from '../../control-plane/ingestion/types.js';
 
@@ -97,12 +97,10 @@ export class Outbox {
     return new Outbox(root, db, !opts.root, opts.maxBytes, opts.random ?? Math.random);
   }
 
-  /** The environment's size on disk and its map size, in bytes (/metrics). */
-  storage(): { fileBytes: number; mapBytes: number } {
-    const file = (this.root as unknown as { path?: string }).path;
-    let fileBytes = 0;
-    try { fileBytes = file ? fs.statSync(`${file}/data.mdb`).size : 0; } catch { fileBytes = 0; }
-    return { fileBytes, mapBytes: Number((this.root.getStats() as { mapSize?: number }).mapSize ?? 0) };
+  /** The environment's size on disk, its map size and its resident pages, in bytes (/metrics). */
+  storage(): EnvironmentFigures {
+    const dir = (this.root as unknown as { path?: string }).path;
+    return dir ? environmentFigures(dir, this.root) : { fileBytes: 0, mapBytes: 0, residentBytes: 0 };
   }
 
   /** Bytes of stored payloads. */

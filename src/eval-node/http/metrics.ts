@@ -12,6 +12,7 @@
  * `make bench` measures the cost against the same run's uWebSockets.js ceiling.
  * Each node has its own registry (several nodes share a process in tests).
  */
+import type { EnvironmentFigures } from '../store/figures.js';
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 
 /** One registry's metrics as prom-client's JSON (what IO threads send the main thread). */
@@ -44,19 +45,21 @@ export interface Gauges {
   poolMode: 'inline' | 'pool';
   /** LMDB environments on disk and mapped (issue 17 item 3), and the capture outbox's payload. */
   storage?(): StorageFigures;
+  /** Times the node handed memory back after bulk work (memory/release.ts), when it does. */
+  memoryReleases?(): number;
 }
 
 /** Sizes in bytes of the node's LMDB environments. */
 export interface StorageFigures {
-  store: { fileBytes: number; mapBytes: number };
+  store: EnvironmentFigures;
   outbox?: OutboxFigures;
 }
 
 /** The capture outbox's figures (capture/outbox.ts): LMDB sizes, payload waiting, its bound, appends shed. */
-export interface OutboxFigures { fileBytes: number; mapBytes: number; payloadBytes: number; limitBytes: number; shed: number }
+export interface OutboxFigures extends EnvironmentFigures { payloadBytes: number; limitBytes: number; shed: number }
 
 /** {@link OutboxFigures} of `outbox`. */
-export function outboxFigures(outbox: { storage(): { fileBytes: number; mapBytes: number }; bytes: number; maxBytes: number; shedCount: number }): OutboxFigures {
+export function outboxFigures(outbox: { storage(): EnvironmentFigures; bytes: number; maxBytes: number; shedCount: number }): OutboxFigures {
   return { ...outbox.storage(), payloadBytes: outbox.bytes, limitBytes: outbox.maxBytes, shed: outbox.shedCount };
 }
 
@@ -89,6 +92,12 @@ export class Metrics {
   });
   private readonly lmdbMap = new Gauge({
     name: 'switchyard_node_lmdb_map_bytes', help: 'Map size reserved for an LMDB environment (address space; one mapping).', labelNames: ['env'] as const, registers: [this.registry],
+  });
+  private readonly lmdbResident = new Gauge({
+    name: 'switchyard_node_lmdb_resident_bytes', help: 'Pages of an LMDB environment\'s data file mapped into the node process now (part of its RSS; released after bulk work).', labelNames: ['env'] as const, registers: [this.registry],
+  });
+  private readonly releases = new Gauge({
+    name: 'switchyard_node_memory_releases_total', help: 'Times the node handed memory back after bulk work (LMDB pages unmapped, arenas trimmed) since start.', registers: [this.registry],
   });
   private readonly outboxPayload = new Gauge({
     name: 'switchyard_node_capture_outbox_bytes', help: 'Captured events waiting in the outbox (payload bytes; bounded by SWITCHYARD_MAX_OUTBOX_BYTES).', registers: [this.registry],
@@ -162,14 +171,17 @@ export class Metrics {
     if (storage) {
       this.lmdbFile.set({ env: 'store' }, storage.store.fileBytes);
       this.lmdbMap.set({ env: 'store' }, storage.store.mapBytes);
+      this.lmdbResident.set({ env: 'store' }, storage.store.residentBytes);
       if (storage.outbox) {
         this.lmdbFile.set({ env: 'outbox' }, storage.outbox.fileBytes);
         this.lmdbMap.set({ env: 'outbox' }, storage.outbox.mapBytes);
+        this.lmdbResident.set({ env: 'outbox' }, storage.outbox.residentBytes);
         this.outboxPayload.set(storage.outbox.payloadBytes);
         this.outboxLimit.set(storage.outbox.limitBytes);
         this.outboxShed.set(storage.outbox.shed);
       }
     }
+    if (g.memoryReleases) this.releases.set(g.memoryReleases());
     const sync = g.sync?.();
     if (sync?.lagRevisions !== undefined && sync.lagRevisions !== null) {
       this.lag ??= new Gauge({ name: 'switchyard_node_sync_lag_revisions', help: 'Revisions the node is behind the control plane.', registers: [this.registry] });

@@ -20,7 +20,7 @@
  * definitions revision moves. Both checks work in read-only worker threads, which never see
  * {@link NodeStore.onApplied}.
  */
-import fs from 'node:fs';
+import { environmentFigures } from './figures.js';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import type {
   CohortEntity, FeatureFlagEntity, GroupTypeMappingEntity, OrganizationEntity, PersonalApiKeyEntity, ProjectEntity,
@@ -278,9 +278,7 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean; mapSize?
     },
 
     storage() {
-      let fileBytes = 0;
-      try { fileBytes = fs.statSync(`${path}/data.mdb`).size; } catch { fileBytes = 0; }
-      return { fileBytes, mapBytes: Number((root.getStats() as { mapSize?: number }).mapSize ?? 0) };
+      return environmentFigures(path, root);
     },
 
     relayApplied(revision, projectIds) {

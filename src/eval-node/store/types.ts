@@ -7,6 +7,7 @@ import type {
   CohortEntity, FeatureFlagEntity, GroupTypeMappingEntity, OrganizationEntity, PersonalApiKeyEntity, ProjectEntity,
 } from '../../control-plane/change-log/entities.js';
 import type { StoreChange } from './apply.js';
+import type { EnvironmentFigures } from './figures.js';
 
 /** What compileProject needs for one project. */
 export interface ProjectDefinitions {
@@ -78,8 +79,8 @@ export interface NodeStore {
    * {@link onApplied} listeners. @throws StoreStateError on a writable store.
    */
   relayApplied(revision: number, projectIds: Set<number | null>): void;
-  /** The environment's size on disk (`data.mdb`) and its map size, in bytes (/metrics). */
-  storage(): { fileBytes: number; mapBytes: number };
+  /** The environment's size on disk (`data.mdb`), its map size and its resident pages, in bytes (/metrics). */
+  storage(): EnvironmentFigures;
   /** Closes the environment (waits for queued writes). */
   close(): Promise<void>;
 }

@@ -1,0 +1,95 @@
+/**
+ * The pages of the node's LMDB files mapped into this process (issue 17 item 3: honest memory).
+ *
+ * LMDB reads through one shared, read-only file mapping. Every page a read or a B-tree descent
+ * touches stays mapped, and counts in the process' RSS, until the mapping goes: after a bulk
+ * load the node showed ~730 MB of file-backed RSS for a working set that a restarted node
+ * holds in ~50 MB (each page fault also maps up to 15 neighbouring cached pages: the kernel's
+ * fault-around). lmdb-js has no call to let those pages go, and remapping would mean closing
+ * the environment under every thread that reads it.
+ *
+ * {@link releaseMappedPages} asks the kernel to drop this process' page-table entries for those
+ * mappings: `madvise(MADV_DONTNEED)` (memory/libc.ts). On a shared file mapping that
+ * loses nothing: the pages stay in the OS page cache (dirty ones are written back as usual), and
+ * the next read maps them again (a minor fault). Linux only; elsewhere, or when the FFI cannot
+ * load, it does nothing and says so.
+ *
+ * {@link mappedResidentBytes} reads how much of those mappings is resident (`/proc/self/smaps`),
+ * for `/metrics`.
+ */
+import fs from 'node:fs';
+import { loadLibc, MADV_DONTNEED } from './libc.js';
+
+/** A mapping of one of `files` in this process: its address range. */
+interface Mapping { start: bigint; end: bigint; file: string }
+
+/** `file` with symbolic links resolved, as /proc/self/maps names it (itself when it does not exist). */
+function realPath(file: string): string {
+  try { return fs.realpathSync(file); } catch { return file; }
+}
+
+/** The mappings of `files` (absolute paths) listed in /proc/self/maps. */
+function mappingsOf(files: readonly string[]): Mapping[] {
+  let text: string;
+  try { text = fs.readFileSync('/proc/self/maps', 'utf8'); } catch { return []; }
+  const wanted = new Set(files.map(realPath));
+  const out: Mapping[] = [];
+  for (const line of text.split('\n')) {
+    // "start-end perms offset dev inode   path"
+    const m = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s+(.+)$/.exec(line);
+    if (m && wanted.has(m[3]!)) out.push({ start: BigInt(`0x${m[1]}`), end: BigInt(`0x${m[2]}`), file: m[3]! });
+  }
+  return out;
+}
+
+/** Outcome of {@link releaseMappedPages}. */
+export interface ReleaseResult {
+  /** False when madvise is unavailable (not Linux, or the FFI failed to load): nothing was done. */
+  supported: boolean;
+  /** Mappings advised. */
+  mappings: number;
+  /** Address-range bytes advised (not all of it was resident). */
+  bytes: number;
+}
+
+/**
+ * Drops this process' page-table entries for every mapping of `files` (absolute paths, e.g.
+ * `<dir>/data.mdb`) with `madvise(MADV_DONTNEED)`: resident file-backed memory falls to what is
+ * read afterwards. Safe while other threads read the mappings (they fault the pages back in).
+ * Never throws: a failing call is skipped.
+ */
+export function releaseMappedPages(files: readonly string[]): ReleaseResult {
+  const libc = loadLibc();
+  if (!libc) return { supported: false, mappings: 0, bytes: 0 };
+  let mappings = 0;
+  let bytes = 0;
+  for (const m of mappingsOf(files)) {
+    const length = Number(m.end - m.start);
+    try {
+      if (libc.madvise(m.start, length, MADV_DONTNEED) === 0) { mappings++; bytes += length; }
+    } catch { /* skipped */ }
+  }
+  return { supported: true, mappings, bytes };
+}
+
+/**
+ * Resident bytes of this process' mappings of `files` (the `Rss:` lines of /proc/self/smaps),
+ * by file; 0 for a file not mapped, and for every file where smaps cannot be read.
+ */
+export function mappedResidentBytes(files: readonly string[]): Map<string, number> {
+  const out = new Map(files.map((f) => [f, 0]));
+  const byReal = new Map(files.map((f) => [realPath(f), f]));
+  let text: string;
+  try { text = fs.readFileSync('/proc/self/smaps', 'utf8'); } catch { return out; }
+  let current: string | null = null;
+  for (const line of text.split('\n')) {
+    if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) {
+      // A mapping's first line (anonymous ones have no path).
+      const path = /^\S+ \S+ \S+ \S+ \S+\s+(.+)$/.exec(line)?.[1];
+      current = path === undefined ? null : byReal.get(path) ?? null;
+      continue;
+    }
+    if (current !== null && line.startsWith('Rss:')) out.set(current, out.get(current)! + Number(/(\d+)/.exec(line)![1]) * 1024);
+  }
+  return out;
+}
