@@ -68,6 +68,11 @@ export interface Config {
    */
   readonly lmdbReleaseQuietMs: number;
   /**
+   * Largest young generation of each IO thread's V8 heap, in MiB (SWITCHYARD_IO_THREAD_YOUNG_GEN_MB;
+   * 0 = V8's default, which grows to ~48 MiB per thread under a capture load and never shrinks).
+   */
+  readonly ioThreadYoungGenMb: number;
+  /**
    * Largest /flags and /decide body once decoded (gunzip, base64), in bytes (413 above; issue 8
    * item 4). SDK bodies carry a distinct id and some properties: kilobytes.
    */
@@ -192,6 +197,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ioThreads: int(env, 'SWITCHYARD_IO_THREADS', os.availableParallelism(), 1, 256),
     lmdbMapSize: int(env, 'SWITCHYARD_LMDB_MAP_SIZE', 16 * 1024 ** 3, 64 * 1024 ** 2, 2 ** 50),
     lmdbReleaseQuietMs: int(env, 'SWITCHYARD_LMDB_RELEASE_QUIET_MS', 1_000, 0, 3_600_000),
+    ioThreadYoungGenMb: int(env, 'SWITCHYARD_IO_THREAD_YOUNG_GEN_MB', 0, 0, 1024),
     evalTaskTimeoutMs: int(env, 'SWITCHYARD_EVAL_TASK_TIMEOUT_MS', 2_000, 1, 600_000),
     maxFlagsBodyBytes: int(env, 'SWITCHYARD_MAX_FLAGS_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxCaptureBodyBytes: int(env, 'SWITCHYARD_MAX_CAPTURE_BODY_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),

@@ -139,7 +139,7 @@ export async function startIoThreads(opts: IoThreadsOptions): Promise<IoThreadsH
 
   const spawn = (index: number, port: number): Promise<{ thread: Thread; port: number }> => new Promise((resolve, reject) => {
     const init: IoThreadInit = { config, index, storePath: opts.storePath, port, limiter, withCapture: opts.capture !== undefined, geoipBytes, testHooks: opts.testHooks === true };
-    const worker = new Worker(threadFile(), { workerData: init });
+    const worker = new Worker(threadFile(), { workerData: init, ...(config.ioThreadYoungGenMb > 0 ? { resourceLimits: { maxYoungGenerationSizeMb: config.ioThreadYoungGenMb } } : {}) });
     const rpc = new ThreadRpc(worker);
     const thread = { worker, rpc };
     spawned.add(thread);
