@@ -63,10 +63,11 @@ export interface Config {
   readonly lmdbMapSize: number;
   /**
    * Quiet time, in ms, after bulk writes (a snapshot, a run of changes, capture) before a node
-   * releases the LMDB pages mapped meanwhile (SWITCHYARD_LMDB_RELEASE_QUIET_MS, default 1000; 0 =
-   * never): store/page-release.ts. Keeps RSS at what the node reads rather than what the load touched.
+   * hands memory back: a GC in every thread, the LMDB pages mapped meanwhile, the malloc arenas'
+   * free pages (SWITCHYARD_MEMORY_RELEASE_QUIET_MS, default 1000; 0 = never; eval-node/memory/
+   * release.ts). Keeps RSS at what the node uses rather than what a load touched.
    */
-  readonly lmdbReleaseQuietMs: number;
+  readonly memoryReleaseQuietMs: number;
   /**
    * Largest young generation of each IO thread's V8 heap, in MiB (SWITCHYARD_IO_THREAD_YOUNG_GEN_MB;
    * 0 = V8's default, which grows to ~48 MiB per thread under a capture load and never shrinks).
@@ -196,7 +197,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     evalThreads: int(env, 'SWITCHYARD_EVAL_THREADS', 0, 0, 256),
     ioThreads: int(env, 'SWITCHYARD_IO_THREADS', os.availableParallelism(), 1, 256),
     lmdbMapSize: int(env, 'SWITCHYARD_LMDB_MAP_SIZE', 16 * 1024 ** 3, 64 * 1024 ** 2, 2 ** 50),
-    lmdbReleaseQuietMs: int(env, 'SWITCHYARD_LMDB_RELEASE_QUIET_MS', 1_000, 0, 3_600_000),
+    memoryReleaseQuietMs: int(env, 'SWITCHYARD_MEMORY_RELEASE_QUIET_MS', 1_000, 0, 3_600_000),
     ioThreadYoungGenMb: int(env, 'SWITCHYARD_IO_THREAD_YOUNG_GEN_MB', 0, 0, 1024),
     evalTaskTimeoutMs: int(env, 'SWITCHYARD_EVAL_TASK_TIMEOUT_MS', 2_000, 1, 600_000),
     maxFlagsBodyBytes: int(env, 'SWITCHYARD_MAX_FLAGS_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),

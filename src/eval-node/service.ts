@@ -21,21 +21,21 @@ import { startCapture, type CaptureService } from './capture/index.js';
 import type { IngestClientCall } from './capture/shipper.js';
 import { outboxFigures } from './http/metrics.js';
 import { captureOutboxPath } from './capture/index.js';
-import { startPageRelease, type PageRelease } from './memory/release.js';
+import { startMemoryRelease, type MemoryRelease } from './memory/release.js';
 import { collectGarbage } from './memory/gc.js';
 
-/** Work units (changes applied, entities staged, outbox entries in or out) that make a page release due. */
-export const PAGE_RELEASE_MIN_WORK = 1_000;
-/** Fewest ms between two page releases. */
-export const PAGE_RELEASE_MIN_INTERVAL_MS = 1_000;
+/** Work units (changes applied, entities staged, outbox entries in or out) that make a memory release due. */
+export const MEMORY_RELEASE_MIN_WORK = 1_000;
+/** Fewest ms between two memory releases. */
+export const MEMORY_RELEASE_MIN_INTERVAL_MS = 1_000;
 
 /** A running node. */
 export interface NodeService {
   node: EvalNode;
   http: NodeHttp;
   capture: CaptureService;
-  /** Releases the LMDB pages bulk work mapped (store/page-release.ts). */
-  pages: PageRelease;
+  /** Hands back the memory bulk work left behind (memory/release.ts). */
+  memory: MemoryRelease;
   close(): Promise<void>;
 }
 
@@ -52,8 +52,8 @@ export async function startNodeService(config: Config, log: Logger): Promise<Nod
   };
   let capture: CaptureService;
   let http: NodeHttp;
-  let pages: PageRelease | null = null;
-  const memoryReleases = (): number => pages?.releases ?? 0;
+  let memory: MemoryRelease | null = null;
+  const memoryReleases = (): number => memory?.releases ?? 0;
   try {
     capture = startCapture({
       config, log,
@@ -82,25 +82,25 @@ export async function startNodeService(config: Config, log: Logger): Promise<Nod
   const usage = startUsageReporter({
     controlPlane: config.controlPlane, clusterToken: config.clusterToken!, nodeId: node.nodeId, take: () => http.usage.takeUsage(),
   }, log);
-  const release = startPageRelease({
+  const release = startMemoryRelease({
     files: [path.join(nodeStorePath(config), 'data.mdb'), path.join(captureOutboxPath(config), 'data.mdb')].map((f) => path.resolve(f)),
     activity: () => {
       const s = node.sync.state();
       return [s.revision, s.snapshotStaged, capture.outbox.entries];
     },
     collect: async () => { collectGarbage(); await http.collectGarbage?.(); },
-    quietMs: config.lmdbReleaseQuietMs,
-    minWork: PAGE_RELEASE_MIN_WORK,
-    minIntervalMs: PAGE_RELEASE_MIN_INTERVAL_MS,
+    quietMs: config.memoryReleaseQuietMs,
+    minWork: MEMORY_RELEASE_MIN_WORK,
+    minIntervalMs: MEMORY_RELEASE_MIN_INTERVAL_MS,
     log: log.child({ component: 'eval-node' }),
   });
-  pages = release;
+  memory = release;
   let closing: Promise<void> | null = null;
   return {
     node,
     http,
     capture,
-    pages: release,
+    memory: release,
     close() {
       closing ??= (async () => {
         release.close();

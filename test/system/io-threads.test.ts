@@ -116,7 +116,7 @@ test('two IO threads share one port, the store, capture, usage, the feed limit a
 test('after bulk capture goes quiet the node hands memory back: a release is counted and the outbox pages are no longer mapped', async () => {
   const c = await startCluster();
   try {
-    const node = await c.startNode(c.tempDir(), { ioThreads: 2, lmdbReleaseQuietMs: 300 });
+    const node = await c.startNode(c.tempDir(), { ioThreads: 2, memoryReleaseQuietMs: 300 });
     await waitReady(node.http.url);
     const releases = async () => Number(/^switchyard_node_memory_releases_total (\d+)$/m.exec((await onNewConnection(`${node.http.url}/metrics`, 'GET')).text)?.[1]);
     const outboxResident = async () => metric((await onNewConnection(`${node.http.url}/metrics`, 'GET')).text, 'switchyard_node_lmdb_resident_bytes', 'env="outbox"')[0]!;

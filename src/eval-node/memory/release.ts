@@ -19,8 +19,8 @@ import { releaseMappedPages } from './mapped-pages.js';
 /** How long after the GCs the arenas are trimmed (ms): V8 sweeps array buffers in the background. */
 export const SWEEP_WAIT_MS = 250;
 
-/** Options of {@link startPageRelease}. */
-export interface PageReleaseOptions {
+/** Options of {@link startMemoryRelease}. */
+export interface MemoryReleaseOptions {
   /** Absolute paths of the LMDB data files whose mappings are released. */
   files: readonly string[];
   /** Counters that move with the node's writes (each may go up or down). */
@@ -39,14 +39,14 @@ export interface PageReleaseOptions {
 }
 
 /** A running releaser. */
-export interface PageRelease {
+export interface MemoryRelease {
   /** Releases performed since start. */
   readonly releases: number;
   close(): void;
 }
 
 /** Starts sampling; the timer never keeps the process alive. */
-export function startPageRelease(o: PageReleaseOptions): PageRelease {
+export function startMemoryRelease(o: MemoryReleaseOptions): MemoryRelease {
   let releases = 0;
   if (o.quietMs <= 0) return { get releases() { return releases; }, close() {} };
   let last = o.activity();

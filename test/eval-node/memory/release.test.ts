@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { open, type RootDatabase } from 'lmdb';
 import { mappedResidentBytes, releaseMappedPages } from '../../../src/eval-node/memory/mapped-pages.js';
-import { startPageRelease } from '../../../src/eval-node/memory/release.js';
+import { startMemoryRelease } from '../../../src/eval-node/memory/release.js';
 import { collectGarbage } from '../../../src/eval-node/memory/gc.js';
 import { createLogger } from '../../../src/log.js';
 import { waitFor } from '../../support/wait.js';
@@ -60,7 +60,7 @@ test('the policy releases once writes go quiet after bulk work, never for a tric
   const env = filledEnvironment(10_000);
   const counters = [0, 0];
   let collected = 0;
-  const release = startPageRelease({
+  const release = startMemoryRelease({
     files: [env.file], activity: () => [...counters], quietMs: 60, minWork: 1_000, minIntervalMs: 0, pollMs: 10,
     collect: () => { collected++; }, log: createLogger('silent'),
   });
@@ -93,7 +93,7 @@ test('the policy releases once writes go quiet after bulk work, never for a tric
 });
 
 test('quietMs 0 disables the policy; a full GC is available in this thread', async () => {
-  const release = startPageRelease({ files: [], activity: () => [Math.random() * 1e9], quietMs: 0, minWork: 1, minIntervalMs: 0, log: createLogger('silent') });
+  const release = startMemoryRelease({ files: [], activity: () => [Math.random() * 1e9], quietMs: 0, minWork: 1, minIntervalMs: 0, log: createLogger('silent') });
   await new Promise((r) => setTimeout(r, 50));
   assert.equal(release.releases, 0);
   release.close();
