@@ -15,6 +15,8 @@
  *   reads them from LMDB) with 50 and then 1,000 flags over their properties (autocannon,
  *   BENCH_CONNECTIONS / BENCH_DURATION_S of bench/load.ts).
  *
+ * BENCH_MEMORY_METRICS=1 also prints the node's memory metrics at the after-the-load point.
+ *
  * Setup: a throw-away embedded Postgres (or DATABASE_URL), the control plane in this process, the
  * node as its own process (`switchyard eval-node`, so its memory is its own). Loopback only,
  * bounded: every wait gives up after BENCH_TIMEOUT_S (600).
@@ -147,10 +149,16 @@ async function main(): Promise<void> {
     // restarted node below.
     const releases = async () => Number(/^switchyard_node_memory_releases_total (\d+)/m.exec(await (await fetch(`${node.url}/metrics`)).text())?.[1] ?? 0);
     const releasedBefore = await releases();
-    const settle = Date.now() + 10_000;
+    const settle = Date.now() + 20_000;
     await new Promise((r) => setTimeout(r, 2000));
-    while (Date.now() < settle && await releases() === releasedBefore) await new Promise((r) => setTimeout(r, 200));
+    // Polled once a second: each /metrics reads /proc/self/smaps, itself an allocation burst.
+    while (Date.now() < settle && await releases() === releasedBefore) await new Promise((r) => setTimeout(r, 1000));
     const loaded = memory(node.child.pid!);
+    if (process.env.BENCH_MEMORY_METRICS) {
+      // The node's own account of that memory (V8 heaps of every thread, external, LMDB resident).
+      const names = /^switchyard_node_(nodejs_heap_size|nodejs_heap_space_size_total_bytes|io_thread_heap|nodejs_external|memory_releases|lmdb_resident)/;
+      process.stderr.write(`${(await (await fetch(`${node.url}/metrics`)).text()).split('\n').filter((l) => names.test(l)).join('\n')}\n`);
+    }
     const lmdbBytes = fs.statSync(path.join(nodeDir, 'lmdb', 'data.mdb')).size;
     const metrics = await (await fetch(`${node.url}/metrics`)).text();
     const mapBytes = Number(/^switchyard_node_lmdb_map_bytes\{env="store"\} (\d+)/m.exec(metrics)?.[1] ?? 0);

@@ -61,6 +61,7 @@ export interface ReleaseResult {
 export function releaseMappedPages(files: readonly string[]): ReleaseResult {
   const libc = loadLibc();
   if (!libc) return { supported: false, mappings: 0, bytes: 0 };
+  smaps = null;
   let mappings = 0;
   let bytes = 0;
   for (const m of mappingsOf(files)) {
@@ -72,15 +73,29 @@ export function releaseMappedPages(files: readonly string[]): ReleaseResult {
   return { supported: true, mappings, bytes };
 }
 
+let smaps: { at: number; text: string | null } | null = null;
+
+/** /proc/self/smaps, or the last read when younger than `maxAgeMs`; null when unreadable. */
+function smapsText(maxAgeMs: number): string | null {
+  const now = Date.now();
+  if (smaps && now - smaps.at < maxAgeMs) return smaps.text;
+  let text: string | null;
+  try { text = fs.readFileSync('/proc/self/smaps', 'utf8'); } catch { text = null; }
+  smaps = { at: now, text };
+  return text;
+}
+
 /**
  * Resident bytes of this process' mappings of `files` (the `Rss:` lines of /proc/self/smaps),
- * by file; 0 for a file not mapped, and for every file where smaps cannot be read.
+ * by file; 0 for a file not mapped, and for every file where smaps cannot be read. `maxAgeMs` > 0
+ * lets a read of smaps (~0.3 MB of text) younger than that answer again (a /metrics scrape asks
+ * once per environment); a release always makes the next call read afresh.
  */
-export function mappedResidentBytes(files: readonly string[]): Map<string, number> {
+export function mappedResidentBytes(files: readonly string[], maxAgeMs = 0): Map<string, number> {
   const out = new Map(files.map((f) => [f, 0]));
   const byReal = new Map(files.map((f) => [realPath(f), f]));
-  let text: string;
-  try { text = fs.readFileSync('/proc/self/smaps', 'utf8'); } catch { return out; }
+  const text = smapsText(maxAgeMs);
+  if (text === null) return out;
   let current: string | null = null;
   for (const line of text.split('\n')) {
     if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) {

@@ -8,6 +8,9 @@ import path from 'node:path';
 import type { RootDatabase } from 'lmdb';
 import { mappedResidentBytes } from '../memory/mapped-pages.js';
 
+/** How long one read of /proc/self/smaps answers for every environment of a /metrics scrape (ms). */
+export const SMAPS_REUSE_MS = 500;
+
 /** Sizes in bytes of one environment. */
 export interface EnvironmentFigures {
   /** `data.mdb` on disk. */
@@ -25,5 +28,5 @@ export function environmentFigures(dir: string, root: RootDatabase): Environment
   try { fileBytes = fs.statSync(file).size; } catch { fileBytes = 0; }
   let mapBytes = 0;
   try { mapBytes = Number((root.getStats() as { mapSize?: number }).mapSize ?? 0); } catch { mapBytes = 0; }
-  return { fileBytes, mapBytes, residentBytes: mappedResidentBytes([file]).get(file) ?? 0 };
+  return { fileBytes, mapBytes, residentBytes: mappedResidentBytes([file], SMAPS_REUSE_MS).get(file) ?? 0 };
 }
