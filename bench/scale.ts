@@ -32,8 +32,10 @@
  * 119–131 ms, 231 KB answers) with 1,000. Issue 17's targets (30,000 persons/s, 200,000
  * entities/s, RSS within 1.3×) are not met: see the README's "Measured".
  * 2026-11-26, after the node hands memory back once bulk writes go quiet (memory/release.ts; this
- * bench now measures after that release): RSS 286 MB after the load (anonymous 235, file-backed
- * 51) against 183 MB restarted = 1.56× at 1 M persons; 254 / 182 MB = 1.40× at 200,000.
+ * bench now measures after that release): RSS 275–286 MB after the load (anonymous 224–235,
+ * file-backed 51) against 175–183 MB restarted = 1.56–1.57× at 1 M persons (two runs); 246–264
+ * against 181–185 MB = 1.34–1.42× at 200,000. What remains is mostly the main thread's V8 heap
+ * (a 32 MiB young generation V8 does not shrink while the node is polled) and external memory.
  */
 import fs from 'node:fs';
 import os from 'node:os';

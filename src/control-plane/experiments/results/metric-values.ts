@@ -263,8 +263,8 @@ async function probedFunnel(tx: Tx, s: ValueSpec, steps: Obj[], o: { ordered: bo
           AND e.timestamp <= y.first_exposure + make_interval(secs => ${o.fw})
           AND ${eventFiltersSql(tx, source.properties, `metric__series__${step - 1}__properties`)}
         ORDER BY e.timestamp ${exists ? tx`DESC` : tx`ASC`} LIMIT 1)`);
-    const first = probes.slice(1).reduce((all, p) => tx`${all}, ${p}`, probes[0]!);
-    const t = probes.length > 1 ? tx`COALESCE(${first})` : first;
+    const joined = probes.slice(1).reduce((all, p) => tx`${all}, ${p}`, probes[0]!);
+    const t = probes.length > 1 ? tx`COALESCE(${joined})` : joined;
     rel = tx`SELECT y.*, ${chained ? tx`CASE WHEN ${after} IS NOT NULL THEN ${t} END` : t} AS ${tx(`t${step}`)} FROM (${rel} OFFSET 0) y`;
     const hit = tx`f.${tx(`t${step}`)} IS NOT NULL`;
     reached = o.ordered ? tx`CASE WHEN ${hit} THEN ${step} ELSE ${reached} END` : tx`${reached} + (CASE WHEN ${hit} THEN 1 ELSE 0 END)`;
