@@ -35,9 +35,11 @@ export async function recordExposures(tx: Tx, events: readonly IngestEvent[], pe
   });
   if (rows.size === 0) return;
   const list = [...rows.values()];
+  // Rows travel as one JSON text (json_to_recordset), like the events: the driver escapes array
+  // parameters character by character, and a batch can hold thousands of exposures.
+  const json = JSON.stringify(list.map((r) => ({ p: r.p, k: r.key, u: r.person, v: r.variant, f: r.first.toISOString(), l: r.last.toISOString() })));
   await tx`INSERT INTO experiment_exposures (project_id, flag_key, person_uuid, variant, first_ts, last_ts)
-    SELECT * FROM unnest(${list.map((r) => r.p)}::bigint[], ${list.map((r) => r.key)}::text[], ${list.map((r) => r.person)}::uuid[],
-      ${list.map((r) => r.variant)}::text[], ${list.map((r) => r.first.toISOString())}::timestamptz[], ${list.map((r) => r.last.toISOString())}::timestamptz[])
+    SELECT p, k, u, v, f, l FROM json_to_recordset(${json}::text::json) AS x(p bigint, k text, u uuid, v text, f timestamptz, l timestamptz)
     ON CONFLICT (project_id, flag_key, person_uuid, variant) DO UPDATE
       SET first_ts = LEAST(experiment_exposures.first_ts, EXCLUDED.first_ts), last_ts = GREATEST(experiment_exposures.last_ts, EXCLUDED.last_ts)`;
 }
