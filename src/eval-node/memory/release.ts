@@ -79,7 +79,7 @@ export function startMemoryRelease(o: MemoryReleaseOptions): MemoryRelease {
       // The buffers the bulk work freed: glibc keeps them in its arenas unless asked.
       loadLibc()?.mallocTrim(0);
       if (!r.supported) {
-        o.log.info('LMDB page release unavailable here (needs Linux madvise through koffi); stopping it');
+        o.log.info('memory release unavailable here (needs Linux madvise and malloc_trim through koffi); stopping it');
         clearInterval(timer);
         return;
       }
