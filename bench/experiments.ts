@@ -43,8 +43,9 @@
  * index-only (migration 0016) 0.86 → 0.45–0.55 s. Fresh runs the same hour: count(*) 1.1–1.3 s,
  * mean 2.9–4.7 s, funnel 5.6–7.4 s; each probe costs ~4 µs of Postgres CPU here.
  * Knobs (env): BENCH_USERS (1,000,000), BENCH_EVENTS (20,000,000), DATABASE_URL, BENCH_KEEP_DB=1 (keep the
- * database for EXPLAIN sessions; its URL is printed), BENCH_REUSE_DB=<that URL> (measure again on a
- * kept database without writing the workload).
+ * database for EXPLAIN sessions; its URL is printed — only with DATABASE_URL: the throw-away
+ * embedded cluster goes with the run), BENCH_REUSE_DB=<that URL> (measure again on a kept
+ * database without writing the workload).
  */
 import fs from 'node:fs';
 import os from 'node:os';
