@@ -12,7 +12,6 @@
  *   are swapped like on the main thread);
  * - the feed rate limit: one table in shared memory (SharedTokenBuckets).
  */
-import v8 from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import { collectGarbage } from '../src/eval-node/memory/gc.js';
 import { USAGE_PUSH_MS, type IoThreadInit } from '../src/eval-node/http/io-thread-init.js';
@@ -83,10 +82,7 @@ const pushUsage = (): void => {
 };
 const usageTimer = setInterval(pushUsage, USAGE_PUSH_MS);
 
-rpc.serve('metricsJson', async () => {
-  const heap = v8.getHeapStatistics();
-  return { metrics: await http.metrics.requestMetricsJson(), continuity: http.continuity?.counters ?? null, heap: { used: heap.used_heap_size, total: heap.total_heap_size } };
-});
+rpc.serve('metricsJson', async () => ({ metrics: await http.metrics.requestMetricsJson(), continuity: http.continuity?.counters ?? null }));
 rpc.serve('collectGarbage', () => collectGarbage());
 rpc.serve('close', async () => {
   clearInterval(usageTimer);

@@ -109,9 +109,8 @@ export async function startIoThreads(opts: IoThreadsOptions): Promise<IoThreadsH
   const renderMetrics = async (): Promise<ProbeAnswer> => {
     // Live threads only: a thread being replaced is missing from one scrape (its counters restart).
     const live = threads.filter((t) => spawned.has(t));
-    type Share = { metrics: MetricsJson; continuity: ContinuityCounters | null; heap?: { used: number; total: number } };
-    const shares = (await Promise.all(live.map((t) => t.rpc.call<Share>('metricsJson').then((s) => ({ ...s, index: threads.indexOf(t) }), () => null))))
-      .filter((x): x is Share & { index: number } => x !== null);
+    const shares = (await Promise.all(live.map((t) => t.rpc.call<{ metrics: MetricsJson; continuity: ContinuityCounters | null }>('metricsJson').catch(() => null))))
+      .filter((x): x is { metrics: MetricsJson; continuity: ContinuityCounters | null } => x !== null);
     const text = await metrics.render({
       revision: () => { try { return store.revision(); } catch { return 0; } },
       sync: syncState, poolQueueSize: () => 0, poolMode: 'inline',
@@ -124,17 +123,7 @@ export async function startIoThreads(opts: IoThreadsOptions): Promise<IoThreadsH
       for (const s of shares) for (const k of Object.keys(sum) as (keyof ContinuityCounters)[]) sum[k] += s.continuity?.[k] ?? 0;
       continuity = renderContinuityMetrics(sum);
     }
-    // Each IO thread's V8 heap (the default nodejs_heap_* metrics describe the main thread only).
-    const heaps = shares.some((s) => s.heap) ? [
-      '# HELP switchyard_node_io_thread_heap_bytes V8 heap of an IO thread: used and total (committed) bytes.',
-      '# TYPE switchyard_node_io_thread_heap_bytes gauge',
-      ...shares.filter((s) => s.heap).flatMap((s) => [
-        `switchyard_node_io_thread_heap_bytes{thread="${s.index}",kind="used"} ${s.heap!.used}`,
-        `switchyard_node_io_thread_heap_bytes{thread="${s.index}",kind="total"} ${s.heap!.total}`,
-      ]),
-      '',
-    ].join('\n') : '';
-    return { status: 200, body: (text.endsWith('\n') ? text : `${text}\n`) + continuity + heaps + storeMetrics({ store }), contentType: 'text/plain; version=0.0.4' };
+    return { status: 200, body: (text.endsWith('\n') ? text : `${text}\n`) + continuity + storeMetrics({ store }), contentType: 'text/plain; version=0.0.4' };
   };
 
   const spawn = (index: number, port: number): Promise<{ thread: Thread; port: number }> => new Promise((resolve, reject) => {

@@ -13,13 +13,17 @@
  * Each node has its own registry (several nodes share a process in tests).
  */
 import type { EnvironmentFigures } from '../store/figures.js';
+import v8 from 'node:v8';
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 
 /** One registry's metrics as prom-client's JSON (what IO threads send the main thread). */
 export type MetricsJson = MetricObjectWithValues<MetricValue<string>>[];
 
-/** Names of the per-request metrics an IO thread counts (summed over threads by the main thread). */
-const REQUEST_METRICS: ReadonlySet<string> = new Set(['switchyard_node_http_requests_total', 'switchyard_node_http_request_duration_seconds', 'switchyard_node_request_failures_total', 'switchyard_node_io_thread_requests_total']);
+/**
+ * Names of the metrics an IO thread ships to the main thread: its per-request counters (summed
+ * over threads) and its own `thread`-labelled series.
+ */
+const THREAD_METRICS: ReadonlySet<string> = new Set(['switchyard_node_http_requests_total', 'switchyard_node_http_request_duration_seconds', 'switchyard_node_request_failures_total', 'switchyard_node_io_thread_requests_total', 'switchyard_node_io_thread_heap_bytes']);
 
 /** Route labels (stable: dashboards use them). */
 export type RouteLabel = 'flags' | 'decide' | 'definitions' | 'capture' | 'remote_config' | 'ofrep' | 'health' | 'ready' | 'metrics' | 'other';
@@ -122,13 +126,25 @@ export class Metrics {
    * @param defaultMetrics collect prom-client's process metrics (CPU, memory, event loop, GC):
    *   once per process, so IO threads (http/io-threads.ts) pass false and the main thread keeps them
    * @param thread the IO thread's index: adds `switchyard_node_io_thread_requests_total{thread}`
-   *   (how the kernel spread the connections)
+   *   (how the kernel spread the connections) and `switchyard_node_io_thread_heap_bytes{thread,kind}`
+   *   (the thread's V8 heap, used and total bytes: the default heap metrics describe the main thread only)
    */
   constructor(defaultMetrics = true, thread: number | null = null) {
     this.threadRequests = thread === null ? null : new Counter({
       name: 'switchyard_node_io_thread_requests_total', help: 'HTTP requests answered, by IO thread.',
       labelNames: ['thread'] as const, registers: [this.registry],
     }).labels(String(thread));
+    if (thread !== null) {
+      new Gauge({
+        name: 'switchyard_node_io_thread_heap_bytes', help: 'V8 heap of an IO thread: used and total (committed) bytes.',
+        labelNames: ['thread', 'kind'] as const, registers: [this.registry],
+        collect() {
+          const heap = v8.getHeapStatistics();
+          this.set({ thread: String(thread), kind: 'used' }, heap.used_heap_size);
+          this.set({ thread: String(thread), kind: 'total' }, heap.total_heap_size);
+        },
+      });
+    }
     for (const route of ROUTES) {
       this.latencyByRoute.set(route, this.latency.labels(route));
       this.requestsByRoute.set(route, new Map());
@@ -136,9 +152,9 @@ export class Metrics {
     if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'switchyard_node_' });
   }
 
-  /** The per-request counters and histograms as JSON (an IO thread's share, for the main thread). */
+  /** The metrics an IO thread ships to the main thread ({@link THREAD_METRICS}), as JSON. */
   async requestMetricsJson(): Promise<MetricsJson> {
-    return (await this.registry.getMetricsAsJSON() as MetricsJson).filter((m) => REQUEST_METRICS.has(m.name));
+    return (await this.registry.getMetricsAsJSON() as MetricsJson).filter((m) => THREAD_METRICS.has(m.name));
   }
 
   /** Records a request that failed (4xx or 5xx) in `stage`. */
