@@ -22,7 +22,6 @@
  * indexes them without decoding the payload), with the cursor after the chunk's last entity
  * ({@link encodeCursor}) so that a node can resume there.
  */
-import { Packr } from 'msgpackr';
 import type { Sql } from '../db/connect.js';
 import type { FeatureFlagRow, ProjectEntityRow } from '../change-log/entities.js';
 import {
@@ -33,6 +32,7 @@ import { personalApiKeyEntity } from '../keys/store.js';
 import { CAPTURE_SNAPSHOT_SOURCES } from '../ingestion/snapshot.js';
 import { organizationEntity } from '../quota/service.js';
 import { encodeOrMark } from './encode.js';
+import { packEnvelope, unpackEnvelope } from '../../grpc/snapshot-envelope.js';
 
 /** Rows read per page query. */
 export const SNAPSHOT_PAGE_ROWS = 5_000;
@@ -96,18 +96,16 @@ const DEFINITION_SOURCES: readonly SnapshotSource[] = [
 /** Every source of a snapshot, in order (definitions before the persons that use them). */
 export const SNAPSHOT_SOURCES: readonly SnapshotSource[] = [...DEFINITION_SOURCES, ...CAPTURE_SNAPSHOT_SOURCES];
 
-const packr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true });
-
 /** The opaque bytes of a cursor (SnapshotChunk.cursor, SnapshotResume.cursor). */
 export function encodeCursor(c: SnapshotCursor): Buffer {
-  return packr.pack([c.source, c.after === null ? null : [...c.after]]);
+  return packEnvelope([c.source, c.after === null ? null : [...c.after]]);
 }
 
 /** A cursor a node sent back, or null when the bytes are not one this module wrote. */
 export function decodeCursor(bytes: Uint8Array | null | undefined): SnapshotCursor | null {
   if (!bytes || bytes.length === 0 || bytes.length > 4096) return null;
   let v: unknown;
-  try { v = packr.unpack(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)); } catch { return null; }
+  try { v = unpackEnvelope(bytes); } catch { return null; }
   if (!Array.isArray(v) || v.length !== 2) return null;
   const [source, after] = v as [unknown, unknown];
   if (typeof source !== 'number' || !Number.isInteger(source) || source < 0 || source > SNAPSHOT_SOURCES.length) return null;
@@ -132,7 +130,7 @@ export async function streamSnapshotPages(sql: Sql, start: SnapshotCursor, emit:
   let cursor: SnapshotCursor = start;
   const flush = async (): Promise<void> => {
     if (tuples.length === 0) return;
-    const chunk = { entities: packr.pack(tuples), cursor: encodeCursor(cursor), count: tuples.length };
+    const chunk = { entities: packEnvelope(tuples), cursor: encodeCursor(cursor), count: tuples.length };
     tuples = [];
     bytes = 0;
     await emit(chunk);

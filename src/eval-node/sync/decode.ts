@@ -3,8 +3,8 @@
  * entities of SnapshotChunks (control-plane/grpc/snapshot.ts for the envelope) become
  * {@link StoreChange}s with their payload bytes kept, to be stored as they arrived.
  */
-import { Packr } from 'msgpackr';
 import { decodePayload, UNENCODABLE_PAYLOAD } from '../../grpc/payload.js';
+import { unpackEnvelope } from '../../grpc/snapshot-envelope.js';
 import { parseRevision, type ChangeMessage, type SnapshotChunkMessage, type WatchEvent } from '../../grpc/messages.js';
 import type { StoreChange } from '../store/lmdb.js';
 
@@ -44,9 +44,6 @@ export function queueWeight(ev: WatchEvent): number {
   return ev.event === 'snapshot_chunk' ? CHUNK_QUEUE_WEIGHT : 0;
 }
 
-/** Plain msgpack for the chunk envelope (its payloads are bins, decoded one by one with {@link decodePayload}). */
-const chunkUnpackr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true });
-
 /** A snapshot entity as it travels in a chunk: [kind, entity_id, project_id, payload, distinct ids (persons)]. */
 type ChunkTuple = [string, string, number, Uint8Array, string[]?];
 
@@ -58,7 +55,8 @@ export type ChunkChangeMessage = ChangeMessage & { distinct_ids?: readonly strin
  * same decode-or-skip path as the tail. @throws when the envelope is not an array of tuples.
  */
 export function chunkChanges(chunk: SnapshotChunkMessage, revision: number): ChunkChangeMessage[] {
-  const tuples = chunkUnpackr.unpack(chunk.entities) as unknown;
+  // The envelope's payloads are bins, decoded one by one with decodePayload.
+  const tuples = unpackEnvelope(chunk.entities);
   if (!Array.isArray(tuples)) throw new Error('SnapshotChunk.entities is not a msgpack array');
   const rev = String(revision);
   return (tuples as ChunkTuple[]).map((t) => {
