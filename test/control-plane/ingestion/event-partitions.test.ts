@@ -9,16 +9,14 @@ import crypto from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from '../../support/db.js';
 import { ingestEvents } from '../../../src/control-plane/ingestion/service.js';
 import { dropExpiredEventPartitions, monthPartition } from '../../../src/control-plane/ingestion/event-partitions.js';
-import { seedFlag } from '../../support/seed.js';
+import { seedFlag, seedOrganization, seedProject } from '../../support/seed.js';
 
 let db: TestDatabase;
 let projectId: number;
 
 before(async () => {
   db = await createTestDatabase();
-  const [org] = await db.sql<{ id: number }[]>`INSERT INTO organizations (name) VALUES ('o') RETURNING id`;
-  const [p] = await db.sql<{ id: number }[]>`INSERT INTO projects (organization_id, name, api_token) VALUES (${org!.id}, 'p', 'phc_partitions_test_1') RETURNING id`;
-  projectId = p!.id;
+  projectId = (await seedProject(db.sql, await seedOrganization(db.sql))).id;
 });
 after(async () => { await db.drop(); });
 
