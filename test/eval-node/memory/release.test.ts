@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { open, type RootDatabase } from 'lmdb';
 import { mappedResidentBytes, releaseMappedPages } from '../../../src/eval-node/memory/mapped-pages.js';
-import { startMemoryRelease } from '../../../src/eval-node/memory/release.js';
+import { SETTLE_PASSES, startMemoryRelease } from '../../../src/eval-node/memory/release.js';
 import { collectGarbage } from '../../../src/eval-node/memory/gc.js';
 import { createLogger } from '../../../src/log.js';
 import { waitFor } from '../../support/wait.js';
@@ -89,6 +89,32 @@ test('the policy releases once writes go quiet after bulk work, never for a tric
     release.close();
     await env.root.close();
     fs.rmSync(env.dir, { recursive: true, force: true });
+  }
+});
+
+test('settling GCs follow a release while the node stays quiet, and new work cancels them', { skip: !linux }, async () => {
+  const counters = [0];
+  let collected = 0;
+  const release = startMemoryRelease({
+    files: [], activity: () => [...counters], quietMs: 30, minWork: 100, minIntervalMs: 0, pollMs: 5, settleAfterMs: 150,
+    collect: () => { collected++; }, log: createLogger('silent'),
+  });
+  try {
+    counters[0] += 500;
+    await waitFor('the release', () => release.releases === 1 || null, { timeoutMs: 5_000 });
+    await waitFor('the settling passes', () => release.settles === SETTLE_PASSES || null, { timeoutMs: 5_000 });
+    assert.equal(collected, 1 + SETTLE_PASSES, 'each pass collects garbage again');
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(release.settles, SETTLE_PASSES, 'no more passes until the next release');
+    // The next release, then a trickle (below minWork) right after it: its passes are cancelled.
+    counters[0] += 500;
+    await waitFor('the second release', () => release.releases === 2 || null, { timeoutMs: 5_000 });
+    counters[0] += 1;
+    await new Promise((r) => setTimeout(r, 800));
+    assert.equal(release.settles, SETTLE_PASSES);
+    assert.equal(release.releases, 2);
+  } finally {
+    release.close();
   }
 });
 
