@@ -17,6 +17,8 @@ export interface SyncState {
   /** Revisions between the control plane's head and the node's store, when known. */
   lagRevisions?: number | null;
   connected?: boolean;
+  /** Snapshots swapped in since start (0 for a node that started from a snapshot image and only tailed). */
+  snapshotsApplied?: number;
   [extra: string]: unknown;
 }
 

@@ -38,7 +38,7 @@ import { renderContinuityMetrics, type ContinuityCounters } from './continuity.j
 import { storeMetrics, type ProbeAnswer } from './probes.js';
 import { startProbeServer, type ProbeServer } from './probe-server.js';
 import type { NodeHttpContext, SyncState } from './context.js';
-import { loadGeoipOnce, type NodeHttp } from './server.js';
+import { loadGeoipOnce, syncStateOf, type NodeHttp } from './server.js';
 import type { IoThreadInit } from './io-thread-init.js';
 import { TokenBuckets } from './rate-limit.js';
 import { DefinitionsFeedCache } from '../../feed/definitions-feed.js';
@@ -57,7 +57,7 @@ export interface IoThreadsOptions {
   storePath: string;
   /** Capture service (outbox + shipper), when the node captures. */
   capture?: CaptureService;
-  sync?: { state(): { connected: boolean; lag: number } };
+  sync?: { state(): { connected: boolean; lag: number; snapshotsApplied?: number } };
   threads: number;
   /** Port override (default `config.flagsPort`). */
   port?: number;
@@ -104,7 +104,7 @@ export async function startIoThreads(opts: IoThreadsOptions): Promise<IoThreadsH
   const usage = new FlagUsage();
   const metrics = new Metrics(true);
   const threads: Thread[] = [];
-  const syncState = opts.sync ? (): SyncState => { const s = opts.sync!.state(); return { lagRevisions: s.lag, connected: s.connected }; } : undefined;
+  const syncState = opts.sync ? syncStateOf(opts.sync) : undefined;
 
   const renderMetrics = async (): Promise<ProbeAnswer> => {
     // Live threads only: a thread being replaced is missing from one scrape (its counters restart).

@@ -44,7 +44,7 @@ export const LATENCY_BUCKETS_SECONDS: readonly number[] = Object.freeze([0.0005,
 export interface Gauges {
   revision(): number;
   /** Sync state as the sync client reports it (lag in revisions, connection), when known. */
-  sync?(): { lagRevisions?: number | null; connected?: boolean } | undefined;
+  sync?(): { lagRevisions?: number | null; connected?: boolean; snapshotsApplied?: number } | undefined;
   poolQueueSize(): number;
   poolMode: 'inline' | 'pool';
   /** LMDB environments on disk and mapped (issue 17 item 3), and the capture outbox's payload. */
@@ -115,6 +115,7 @@ export class Metrics {
   /** Registered the first time the sync client reports them (absent until known, never a made-up 0). */
   private lag: Gauge | null = null;
   private connected: Gauge | null = null;
+  private snapshots: Gauge | null = null;
 
   private readonly latencyByRoute = new Map<RouteLabel, HistogramChild>();
   private readonly requestsByRoute = new Map<RouteLabel, Map<number, CounterChild>>();
@@ -206,6 +207,12 @@ export class Metrics {
     if (sync?.connected !== undefined) {
       this.connected ??= new Gauge({ name: 'switchyard_node_sync_connected', help: '1 while the Watch stream is connected.', registers: [this.registry] });
       this.connected.set(sync.connected ? 1 : 0);
+    }
+    if (sync?.snapshotsApplied !== undefined) {
+      this.snapshots ??= new Gauge({
+        name: 'switchyard_node_sync_snapshots_applied_total', help: 'Watch snapshots swapped in since start (a node started from a snapshot image and only tailing has 0).', registers: [this.registry],
+      });
+      this.snapshots.set(sync.snapshotsApplied);
     }
     if (threads.length === 0) return this.registry.metrics();
     const own = await this.registry.getMetricsAsJSON() as MetricsJson;

@@ -42,7 +42,7 @@ export interface NodeHttpOptions {
   /** Sync client state for /metrics (lag, connection), when available. */
   syncState?: () => SyncState | undefined;
   /** The node's Watch client (src/eval-node/sync/client.ts); used for /metrics when `syncState` is absent. */
-  sync?: { state(): { connected: boolean; lag: number } };
+  sync?: { state(): { connected: boolean; lag: number; snapshotsApplied?: number } };
   /** LMDB path workers open read-only (pool mode); default `<config.dataDir>/lmdb`. */
   storePath?: string;
   /** Capture endpoints (`/i/v0/e/`, `/batch/`, …): served only when given (capture-routes.ts). */
@@ -109,10 +109,11 @@ function openGeoip(bytes: Uint8Array | null): { geoip: Geoip; bytes: Uint8Array 
   return bytes === null ? { geoip: NO_GEOIP, bytes: null } : { geoip: geoipFromBytes(bytes), bytes };
 }
 
-function syncStateOf(sync: NonNullable<NodeHttpOptions['sync']>): () => SyncState {
+/** The sync client's state as the HTTP layer reports it (/metrics, /_ready). */
+export function syncStateOf(sync: NonNullable<NodeHttpOptions['sync']>): () => SyncState {
   return () => {
     const s = sync.state();
-    return { lagRevisions: s.lag, connected: s.connected };
+    return { lagRevisions: s.lag, connected: s.connected, snapshotsApplied: s.snapshotsApplied };
   };
 }
 
