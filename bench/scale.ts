@@ -53,6 +53,7 @@ import { uuidv7 } from '../src/eval-node/capture/events.js';
 import { seedFlag } from '../test/support/seed.js';
 import { CONNECTIONS, DURATION_S, load } from './load.js';
 import { prng } from './flags-workload.js';
+import { SETTLE_AFTER_MS, SETTLE_PASSES } from '../src/eval-node/memory/release.js';
 
 const PERSONS = Number(process.env.BENCH_PERSONS ?? 1_000_000);
 const PER_REQUEST = 500;
@@ -83,8 +84,9 @@ interface Node { child: ChildProcess; url: string; stop(): Promise<void> }
 async function startNode(dataDir: string, controlPlane: string, clusterToken: string, nodeArgs: string[] = []): Promise<Node> {
   const port = await freePort();
   const child = spawn(process.execPath, [...nodeArgs, CLI, 'eval-node'], {
-    env: { ...process.env, SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_FLAGS_PORT: String(port), SWITCHYARD_CONTROL_PLANE: controlPlane, SWITCHYARD_CLUSTER_TOKEN: clusterToken, SWITCHYARD_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_FLAGS_PORT: String(port), SWITCHYARD_CONTROL_PLANE: controlPlane, SWITCHYARD_CLUSTER_TOKEN: clusterToken, SWITCHYARD_LOG_LEVEL: process.env.BENCH_NODE_LOG_LEVEL ?? 'warn' },
+    // BENCH_NODE_LOG_LEVEL (e.g. info): the nodes' logs (their stdout) go to this bench's stderr.
+    stdio: ['ignore', process.env.BENCH_NODE_LOG_LEVEL ? 2 : 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
   return {
@@ -103,13 +105,19 @@ async function main(): Promise<void> {
   fs.chmodSync(dir, 0o777);
   const db = await startBenchDatabase(dir, 'switchyard_bench_scale_');
   const grpcPort = await freePort();
-  const config = testConfig({ dataDir: path.join(dir, 'cp'), grpcPort, bootstrapPersonalApiKey: newPersonalApiKey(), bootstrapProjectApiKey: TOKEN });
+  // The control plane keeps its snapshot image unless BENCH_SNAPSHOT_IMAGE=0 (then a fresh node
+  // takes the Watch snapshot, as it did before images).
+  const snapshotImage = process.env.BENCH_SNAPSHOT_IMAGE !== '0';
+  const config = testConfig({ dataDir: path.join(dir, 'cp'), grpcPort, bootstrapPersonalApiKey: newPersonalApiKey(), bootstrapProjectApiKey: TOKEN, snapshotImage });
   const cp = await startControlPlane(config, createLogger('warn'), db.url);
   const controlPlane = `127.0.0.1:${grpcPort}`;
   const nodes: Node[] = [];
   try {
     const nodeDir = path.join(dir, 'node-a');
-    let node = await startNode(nodeDir, controlPlane, config.clusterToken!);
+    // BENCH_HEAP_SNAPSHOT=1: the loaded node writes a V8 heap snapshot of its main thread into the
+    // working directory once the memory is measured (what the load left behind on the heap).
+    const heapSnapshot = Boolean(process.env.BENCH_HEAP_SNAPSHOT);
+    let node = await startNode(nodeDir, controlPlane, config.clusterToken!, heapSnapshot ? ['--heapsnapshot-signal=SIGUSR2'] : []);
     nodes.push(node);
     await until('the node is ready', async () => (await revisionOf(node.url)) >= 0);
 
@@ -146,20 +154,26 @@ async function main(): Promise<void> {
     const [head] = await cp.sql<{ r: number }[]>`SELECT max(revision)::bigint AS r FROM change_log`;
     await until('the node at the head revision', async () => (await revisionOf(node.url)) >= Number(head!.r));
     const endToEndS = seconds(t0);
-    // Steady state after the load: once the node has handed back the memory the load left
-    // (memory/release.ts, ~1 s after its writes go quiet), and at least 2 s after it like the
-    // restarted node below.
+    // Steady state after the load: the node hands back the memory the load left ~1 s after its
+    // writes go quiet (memory/release.ts), then runs its settling GCs SETTLE_AFTER_MS apart. The
+    // node is left alone meanwhile (V8 shrinks a young generation only once the thread's
+    // allocation rate over ~5 s is low, and every /metrics reads /proc/self/smaps), then checked
+    // to have released since the load ended.
     const releases = async () => Number(/^switchyard_node_memory_releases_total (\d+)/m.exec(await (await fetch(`${node.url}/metrics`)).text())?.[1] ?? 0);
     const releasedBefore = await releases();
-    const settle = Date.now() + 20_000;
-    await new Promise((r) => setTimeout(r, 2000));
-    // Polled once a second: each /metrics reads /proc/self/smaps, itself an allocation burst.
-    while (Date.now() < settle && await releases() === releasedBefore) await new Promise((r) => setTimeout(r, 1000));
+    await new Promise((r) => setTimeout(r, 3000 + SETTLE_AFTER_MS * SETTLE_PASSES + 2000));
+    if (await releases() === releasedBefore) process.stderr.write('note: the node did not release memory after the load\n');
     const loaded = memory(node.child.pid!);
     if (process.env.BENCH_MEMORY_METRICS) {
       // The node's own account of that memory (V8 heaps of every thread, external, LMDB resident).
       const names = /^switchyard_node_(nodejs_heap_size|nodejs_heap_space_size_total_bytes|io_thread_heap|nodejs_external|memory_releases|lmdb_resident)/;
       process.stderr.write(`${(await (await fetch(`${node.url}/metrics`)).text()).split('\n').filter((l) => names.test(l)).join('\n')}\n`);
+    }
+    if (heapSnapshot) {
+      const before = new Set(fs.readdirSync('.'));
+      process.kill(node.child.pid!, 'SIGUSR2');
+      await until('the heap snapshot', async () => fs.readdirSync('.').some((f) => !before.has(f) && f.endsWith('.heapsnapshot')));
+      await new Promise((r) => setTimeout(r, 5000));
     }
     const lmdbBytes = fs.statSync(path.join(nodeDir, 'lmdb', 'data.mdb')).size;
     const metrics = await (await fetch(`${node.url}/metrics`)).text();
@@ -184,6 +198,8 @@ async function main(): Promise<void> {
       return (await revisionOf(fresh.url)) >= Number(head!.r);
     });
     const bootstrapS = seconds(t1);
+    const freshSnapshots = Number(/^switchyard_node_sync_snapshots_applied_total (\d+)/m.exec(await (await fetch(`${fresh.url}/metrics`)).text())?.[1] ?? -1);
+    const bootstrapPath = freshSnapshots === 0 ? 'from the control plane\'s snapshot image' : 'through a Watch snapshot';
     const cpCpu = process.cpuUsage(cpBefore);
     const cpCpuS = (cpCpu.user + cpCpu.system) / 1e6;
 
@@ -230,7 +246,7 @@ async function main(): Promise<void> {
       `| accepted (200) | ${Math.round(PERSONS / acceptS).toLocaleString()} events/s (${acceptS.toFixed(1)} s; ${refused} refusals retried) |`,
       `| ingested: persons in Postgres | ${Math.round(PERSONS / ingestedS).toLocaleString()} persons/s (${ingestedS.toFixed(1)} s) |`,
       `| end to end: persons on the node | ${Math.round(PERSONS / endToEndS).toLocaleString()} persons/s (${endToEndS.toFixed(1)} s) |`,
-      `| fresh node ready (snapshot) | ${bootstrapS.toFixed(1)} s = ${Math.round(PERSONS / bootstrapS).toLocaleString()} persons/s; CPU meanwhile: node ${nodeCpuS.toFixed(1)} s, control plane ${cpCpuS.toFixed(1)} s |`,
+      `| fresh node ready (${bootstrapPath}) | ${bootstrapS.toFixed(1)} s = ${Math.round(PERSONS / bootstrapS).toLocaleString()} persons/s; CPU meanwhile: node ${nodeCpuS.toFixed(1)} s, control plane ${cpCpuS.toFixed(1)} s |`,
       `| node RSS after the load: total / anon / file | ${loaded.rss.toFixed(0)} / ${loaded.anon.toFixed(0)} / ${loaded.file.toFixed(0)} MB |`,
       `| same node restarted | ${restarted.rss.toFixed(0)} / ${restarted.anon.toFixed(0)} / ${restarted.file.toFixed(0)} MB (after/restarted ${(loaded.rss / restarted.rss).toFixed(2)}×; target ≤ 1.3×) |`,
       `| LMDB file / map | ${(lmdbBytes / 2 ** 20).toFixed(0)} MB / ${(mapBytes / 2 ** 30).toFixed(0)} GiB; ${(lmdbBytes / PERSONS).toFixed(0)} B per person |`,

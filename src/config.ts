@@ -69,6 +69,13 @@ export interface Config {
    */
   readonly memoryReleaseQuietMs: number;
   /**
+   * Snapshot images (SWITCHYARD_SNAPSHOT_IMAGE, default true; issue 17 item 2): a control plane
+   * keeps a complete node store current beside Postgres and serves copies of it
+   * (control-plane/snapshot-image); a node that has no store installs a copy and watches from its
+   * revision instead of taking a Watch snapshot entity by entity. false: neither.
+   */
+  readonly snapshotImage: boolean;
+  /**
    * Largest young generation of each IO thread's V8 heap, in MiB (SWITCHYARD_IO_THREAD_YOUNG_GEN_MB;
    * 0 = V8's default, which grows to ~48 MiB per thread under a capture load and never shrinks).
    */
@@ -198,6 +205,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ioThreads: int(env, 'SWITCHYARD_IO_THREADS', os.availableParallelism(), 1, 256),
     lmdbMapSize: int(env, 'SWITCHYARD_LMDB_MAP_SIZE', 16 * 1024 ** 3, 64 * 1024 ** 2, 2 ** 50),
     memoryReleaseQuietMs: int(env, 'SWITCHYARD_MEMORY_RELEASE_QUIET_MS', 1_000, 0, 3_600_000),
+    snapshotImage: (env.SWITCHYARD_SNAPSHOT_IMAGE ?? 'true').toLowerCase() !== 'false',
     ioThreadYoungGenMb: int(env, 'SWITCHYARD_IO_THREAD_YOUNG_GEN_MB', 0, 0, 1024),
     evalTaskTimeoutMs: int(env, 'SWITCHYARD_EVAL_TASK_TIMEOUT_MS', 2_000, 1, 600_000),
     maxFlagsBodyBytes: int(env, 'SWITCHYARD_MAX_FLAGS_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
@@ -219,10 +227,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 }
 
 /**
- * A configuration for tests: ports 0 (the OS picks free ones), a given data dir, quiet logs.
- * `overrides` replace individual fields.
+ * A configuration for tests: ports 0 (the OS picks free ones), a given data dir, quiet logs, no
+ * snapshot images (tests of the image turn them on). `overrides` replace individual fields.
  */
 export function testConfig(overrides: Partial<Config> = {}): Config {
   const base = loadConfig({ SWITCHYARD_LOG_LEVEL: 'silent' });
-  return Object.freeze({ ...base, apiPort: 0, grpcPort: 0, flagsPort: 0, ioThreads: 1, clusterToken: 'test-cluster-token', ...overrides });
+  return Object.freeze({ ...base, apiPort: 0, grpcPort: 0, flagsPort: 0, ioThreads: 1, clusterToken: 'test-cluster-token', snapshotImage: false, ...overrides });
 }

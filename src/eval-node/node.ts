@@ -4,6 +4,7 @@
  * through the Watch client. The HTTP layer (src/eval-node/http/server.ts) attaches to
  * {@link EvalNode.store} and reads sync status from {@link EvalNode.sync}.
  */
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Config } from '../config.js';
@@ -11,6 +12,7 @@ import type { Logger } from '../log.js';
 import type { NodeStore } from './store/lmdb.js';
 import { openCheckedStore } from './store/recover.js';
 import { startWatchClient, type WatchClient, type WatchClientOptions } from './sync/client.js';
+import { installSnapshotImage } from './sync/image.js';
 
 /** Location of the node's LMDB environment inside the data dir. */
 export function nodeStorePath(config: Config): string {
@@ -25,6 +27,8 @@ export interface EvalNode {
   store: NodeStore;
   /** The Watch client: `sync.state()` for `/_ready` (with store.hasCompleteSnapshot()) and `/metrics`. */
   sync: WatchClient;
+  /** The control plane's snapshot image this node started from (sync/image.ts), or null. */
+  image: { revision: number; bytes: number } | null;
   /** Stops syncing and closes the store. */
   close(): Promise<void>;
 }
@@ -38,15 +42,20 @@ export interface EvalNodeOptions {
 /**
  * Opens the store (moving a damaged or outdated one aside: store/recover.ts) and starts syncing
  * from `config.controlPlane`; resolves as soon as the store is open (it does not wait for the
- * control plane).
+ * control plane for a store it has). A node with no store first installs the control plane's
+ * snapshot image when config.snapshotImage (sync/image.ts; without one it takes a Watch snapshot).
  * @throws when config.clusterToken is null, or the store cannot be opened.
  */
 export async function startEvalNode(config: Config, log: Logger, opts: EvalNodeOptions = {}): Promise<EvalNode> {
   if (config.clusterToken === null) throw new Error('SWITCHYARD_CLUSTER_TOKEN is required to run an evaluation node');
   const nlog = log.child({ component: 'eval-node' });
-  const store = await openCheckedStore(nodeStorePath(config), nlog, config.lmdbMapSize);
-  nlog.info({ revision: store.revision(), complete_snapshot: store.hasCompleteSnapshot(), path: nodeStorePath(config) }, 'node store open');
+  const dir = nodeStorePath(config);
   const nodeId = opts.nodeId ?? `${os.hostname()}:${process.pid}`;
+  const image = config.snapshotImage && !fs.existsSync(path.join(dir, 'data.mdb'))
+    ? await installSnapshotImage({ controlPlane: config.controlPlane, clusterToken: config.clusterToken, nodeId, dir, log })
+    : null;
+  const store = await openCheckedStore(dir, nlog, config.lmdbMapSize, { probe: image === null });
+  nlog.info({ revision: store.revision(), complete_snapshot: store.hasCompleteSnapshot(), path: dir, from_image: image !== null }, 'node store open');
   const sync = startWatchClient(store, {
     controlPlane: config.controlPlane,
     clusterToken: config.clusterToken,
@@ -58,6 +67,7 @@ export async function startEvalNode(config: Config, log: Logger, opts: EvalNodeO
     nodeId,
     store,
     sync,
+    image,
     close() {
       closing ??= (async () => {
         await sync.close();

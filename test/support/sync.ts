@@ -31,7 +31,8 @@ export interface SyncFixture {
   config: Config;
   dataDir: string;
   server: GrpcServer | null;
-  startServer(watch?: Partial<WatchOptions>): Promise<GrpcServer>;
+  /** Starts the gRPC server; `overrides` change its config (e.g. `snapshotImage: true`). */
+  startServer(watch?: Partial<WatchOptions>, overrides?: Partial<Config>): Promise<GrpcServer>;
   stopServer(): Promise<void>;
   startNode(overrides?: Partial<Config>, sync?: { idleTimeoutMs?: number }): Promise<EvalNode>;
   close(): Promise<void>;
@@ -47,8 +48,8 @@ export async function syncFixture(): Promise<SyncFixture> {
   const nodes = new Set<EvalNode>();
   const fx: SyncFixture = {
     db, config, dataDir, server: null,
-    async startServer(watch) {
-      fx.server = await startGrpcServer({ sql: db.sql, config, log, watch });
+    async startServer(watch, overrides = {}) {
+      fx.server = await startGrpcServer({ sql: db.sql, config: { ...config, ...overrides }, log, watch });
       return fx.server;
     },
     async stopServer() {

@@ -3,7 +3,9 @@
  * 50051): serves proto/switchyard.proto's `switchyard.v1.Switchyard` with
  * - `Watch` (watch.ts), fed by one change-log listener per process (change-feed.ts);
  * - `ReportUsage` (usage.ts): nodes' /flags request counts into the quota service;
- * - `Ingest` (ingest.ts): event batches from nodes' capture outboxes, acknowledged after commit.
+ * - `Ingest` (ingest.ts): event batches from nodes' capture outboxes, acknowledged after commit;
+ * - `SnapshotImage` (snapshot-image/serve.ts): copies of the node store this control plane keeps
+ *   current (snapshot-image/replica.ts, started once the port is bound, when config.snapshotImage).
  *
  * The server also compacts and prunes the change log every {@link PRUNE_INTERVAL_MS} (change-log/retention.ts;
  * safe on every replica at once), since the log it serves is what needs the retention.
@@ -22,6 +24,9 @@ import { createWatchHandler, type WatchOptions } from './watch.js';
 import { createIngestHandler } from './ingest.js';
 import { createReportUsageHandler } from './usage.js';
 import { compactChangeLog, pruneChangeLog } from '../change-log/retention.js';
+import path from 'node:path';
+import { startImageReplica, type ImageReplica } from '../snapshot-image/replica.js';
+import { createSnapshotImageHandler } from '../snapshot-image/serve.js';
 
 /** Interval between HTTP/2 keep-alive pings on idle connections, in milliseconds. */
 export const KEEPALIVE_TIME_MS = 30_000;
@@ -58,8 +63,10 @@ export async function startGrpcServer(deps: GrpcServerDeps): Promise<GrpcServer>
   const feed = await startChangeFeed(sql, log);
   const watch = createWatchHandler({ sql, feed, log, clusterToken: token, options: deps.watch });
 
+  let replica: ImageReplica | null = null;
   const handlers: grpc.UntypedServiceImplementation = {
     Watch: watch.handler as grpc.UntypedHandleCall,
+    SnapshotImage: createSnapshotImageHandler({ replica: () => replica, clusterToken: token, log, tmpDir: config.dataDir }) as grpc.UntypedHandleCall,
     Ingest: createIngestHandler({ sql, log, authorize: (md) => hasClusterToken(md, token) }) as grpc.UntypedHandleCall,
     ReportUsage: createReportUsageHandler({ sql, log, clusterToken: token }) as grpc.UntypedHandleCall,
   };
@@ -84,6 +91,17 @@ export async function startGrpcServer(deps: GrpcServerDeps): Promise<GrpcServer>
     throw err;
   }
   log.info({ port }, 'gRPC server listening');
+  if (config.snapshotImage) {
+    const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host;
+    try {
+      replica = await startImageReplica({
+        dir: path.join(config.dataDir, 'snapshot-image'), controlPlane: `${host}:${port}`, clusterToken: token, mapSize: config.lmdbMapSize, log,
+      });
+    } catch (err) {
+      // Nodes still bootstrap through Watch snapshots; only the fast path is missing.
+      log.error({ err }, 'snapshot image unavailable: could not open its store');
+    }
+  }
   const prune = setInterval(() => {
     compactChangeLog(sql).then(async (compacted) => {
       const pruned = await pruneChangeLog(sql);
@@ -98,6 +116,9 @@ export async function startGrpcServer(deps: GrpcServerDeps): Promise<GrpcServer>
     close() {
       closing ??= (async () => {
         clearInterval(prune);
+        const image = replica;
+        replica = null;
+        await image?.close();
         watch.registry.closeAll();
         await feed.close();
         await new Promise<void>((resolve) => {

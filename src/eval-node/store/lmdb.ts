@@ -385,6 +385,14 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean; mapSize?
       });
     },
 
+    copyTo(dir: string) {
+      writable();
+      return enqueue(async () => {
+        await root.backup(dir, false);
+        return { revision: mem.revision };
+      });
+    },
+
     async close() {
       if (closed) return;
       closed = true;

@@ -14,11 +14,13 @@ import { openNodeStore, StoreStateError, type WritableNodeStore } from './lmdb.j
 /**
  * Opens (creating when needed) the writable store at `dir`, after checking an existing one.
  * Logs at error level, with the reason and where the old store went, whenever it moves one.
+ * `probe: false` skips the child-process read of every page (a file that was just installed
+ * and checked: sync/image.ts); the meta-page check still runs.
  * @throws when a fresh store cannot be created either (permissions, disk).
  */
-export async function openCheckedStore(dir: string, log: Logger, mapSize?: number): Promise<WritableNodeStore> {
+export async function openCheckedStore(dir: string, log: Logger, mapSize?: number, opts: { probe?: boolean } = {}): Promise<WritableNodeStore> {
   const exists = fs.existsSync(path.join(dir, 'data.mdb'));
-  const reason = exists ? (checkLmdbHeader(dir) ?? await probeStore(dir)) : null;
+  const reason = exists ? (checkLmdbHeader(dir) ?? (opts.probe === false ? null : await probeStore(dir))) : null;
   if (reason !== null) {
     const aside = moveStoreAside(dir);
     log.error({ path: dir, moved_to: aside, reason }, 'node store is damaged; moved it aside and rebuilding from the control plane');

@@ -108,6 +108,12 @@ export interface WritableNodeStore extends NodeStore {
   commitSnapshot(revision: number): Promise<void>;
   /** Forgets the staged snapshot; the live state is untouched. */
   abortSnapshot(): Promise<void>;
+  /**
+   * Writes a consistent copy of the environment to `<dir>/data.mdb` (`dir` exists and holds no
+   * data.mdb; LMDB's mdb_env_copy, no compaction), between two writes: resolves with the
+   * revision the copy holds. The control plane's snapshot image (control-plane/snapshot-image).
+   */
+  copyTo(dir: string): Promise<{ revision: number }>;
 }
 
 /** Thrown by write methods of a read-only store or without a staged snapshot. */

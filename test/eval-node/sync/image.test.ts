@@ -1,0 +1,140 @@
+/**
+ * Snapshot images (issue 17 item 2; control-plane/snapshot-image, eval-node/sync/image.ts) end
+ * to end: real Postgres, the real gRPC server keeping its image through a real Watch stream, real
+ * nodes with LMDB stores. A node with no store installs a copy of the image and watches from its
+ * revision; without an image it takes the Watch snapshot; a node with a store never asks.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { switchyardService } from '../../../src/grpc/loader.js';
+import { clusterTokenMetadata } from '../../../src/grpc/metadata.js';
+import { STORE_FORMAT } from '../../../src/eval-node/store/lmdb.js';
+import { ingestEvents } from '../../../src/control-plane/ingestion/service.js';
+import { currentRevision } from '../../../src/control-plane/change-log/store.js';
+import { nodeStorePath } from '../../../src/eval-node/node.js';
+import { seedFlag, seedOrganization, seedProject, updateFlag } from '../../support/seed.js';
+import { assertStoreMatchesTables, syncFixture, waitForHead, type SyncFixture } from '../../support/sync.js';
+import { waitFor } from '../../support/wait.js';
+
+/** A project with flags and `persons` identified persons (ingested as capture would). */
+async function seedWorld(fx: SyncFixture, persons: number): Promise<{ projectId: number; flagId: number }> {
+  const { sql } = fx.db;
+  const org = await seedOrganization(sql);
+  const project = await seedProject(sql, org, 'images');
+  const flagId = await seedFlag(sql, project.id, 'pro-only', { groups: [{ properties: [{ key: 'plan', type: 'person', operator: 'exact', value: ['pro'] }], rollout_percentage: 100 }] });
+  await seedFlag(sql, project.id, 'everyone');
+  const events = Array.from({ length: persons }, (_, i) => ({
+    uuid: crypto.randomUUID(), project_id: project.id, event: '$identify', distinct_id: `user-${i}`,
+    properties: { $set: { plan: i % 2 === 0 ? 'pro' : 'free', n: i } }, timestamp: new Date(Date.now() - 60_000 + i).toISOString(),
+  }));
+  for (let i = 0; i < events.length; i += 500) await ingestEvents(sql, events.slice(i, i + 500));
+  return { projectId: project.id, flagId };
+}
+
+test('a node with no store installs the control plane\'s image, then follows the log from its revision', async () => {
+  const fx = await syncFixture();
+  try {
+    const w = await seedWorld(fx, 1_500);
+    await fx.startServer(undefined, { snapshotImage: true });
+    // The image is a watching node of its own: it completes its snapshot in the background.
+    const imageDir = path.join(fx.config.dataDir, 'snapshot-image');
+    await waitFor('the image store', () => fs.existsSync(path.join(imageDir, 'data.mdb')) || null);
+    const head = await currentRevision(fx.db.sql);
+    let node = await waitFor('a node started from the image', async () => {
+      const n = await fx.startNode({ dataDir: path.join(fx.dataDir, 'node-a'), snapshotImage: true });
+      if (n.image !== null) return n;
+      // The image was not complete yet: this node took the Watch snapshot; try a fresh one.
+      await n.close();
+      fs.rmSync(path.join(fx.dataDir, 'node-a'), { recursive: true, force: true });
+      return null;
+    }, { timeoutMs: 20_000, intervalMs: 100 });
+    assert.ok(node.image!.revision >= 1 && node.image!.revision <= head, `image revision ${node.image!.revision}, head ${head}`);
+    assert.ok(node.image!.bytes > 0);
+    // Ready from the copy at once: no snapshot streamed to this node.
+    assert.equal(node.store.hasCompleteSnapshot(), true);
+    assert.ok(node.store.revision() >= node.image!.revision);
+    assert.equal(node.store.personByDistinctId(w.projectId, 'user-7')?.properties.plan, 'free');
+    await waitForHead(fx.db, node.store);
+    await assertStoreMatchesTables(fx.db, node.store);
+    assert.equal(node.sync.state().snapshotsApplied, 0, 'the node only tailed');
+
+    // Changes after the install reach the node through the tail.
+    await updateFlag(fx.db.sql, w.flagId, { active: false, name: 'after the image' });
+    await ingestEvents(fx.db.sql, [{ uuid: crypto.randomUUID(), project_id: w.projectId, event: '$identify', distinct_id: 'late-user', properties: { $set: { plan: 'pro' } }, timestamp: new Date().toISOString() }]);
+    await waitForHead(fx.db, node.store);
+    await assertStoreMatchesTables(fx.db, node.store);
+    assert.equal(node.sync.state().snapshotsApplied, 0);
+
+    // A node that has a store never asks for an image: restarted, it resumes from its own.
+    const revision = node.store.revision();
+    await node.close();
+    node = await fx.startNode({ dataDir: path.join(fx.dataDir, 'node-a'), snapshotImage: true });
+    assert.equal(node.image, null);
+    assert.equal(node.store.revision(), revision);
+    // No temporary image directory is left beside the store, and no image copy on the control plane.
+    assert.deepEqual(fs.readdirSync(fx.dataDir).filter((f) => f.includes('.image-')), []);
+    assert.deepEqual(fs.readdirSync(fx.config.dataDir).filter((f) => f.startsWith('switchyard-image-')), []);
+  } finally {
+    await fx.close();
+  }
+});
+
+test('without an image (the control plane keeps none) a fresh node takes the Watch snapshot', async () => {
+  const fx = await syncFixture();
+  try {
+    await seedWorld(fx, 200);
+    await fx.startServer();
+    const node = await fx.startNode({ dataDir: path.join(fx.dataDir, 'node-b'), snapshotImage: true });
+    assert.equal(node.image, null);
+    await waitForHead(fx.db, node.store);
+    await assertStoreMatchesTables(fx.db, node.store);
+    assert.equal(node.sync.state().snapshotsApplied, 1);
+    assert.equal(fs.existsSync(nodeStorePath({ ...fx.config, dataDir: path.join(fx.dataDir, 'node-b') })), true);
+  } finally {
+    await fx.close();
+  }
+});
+
+test('SnapshotImage refuses a wrong cluster token, another store format, and a control plane without an image', async () => {
+  const fx = await syncFixture();
+  try {
+    await seedWorld(fx, 10);
+    const server = await fx.startServer(undefined, { snapshotImage: true });
+    await waitFor('the image store', () => fs.existsSync(path.join(fx.config.dataDir, 'snapshot-image', 'data.mdb')) || null);
+    const Service = switchyardService();
+    const client = new Service(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
+    /** The call's final status code and the bytes it streamed. */
+    const call = (format: number, token: string) => new Promise<{ code: number; bytes: number }>((resolve) => {
+      let bytes = 0;
+      const c = client.SnapshotImage({ format, node_id: 'probe' }, clusterTokenMetadata(token)) as grpc.ClientReadableStream<{ data: Buffer }>;
+      c.on('data', (m: { data: Buffer }) => { bytes += m.data.length; });
+      c.on('error', (e: grpc.ServiceError) => resolve({ code: e.code, bytes }));
+      c.on('end', () => resolve({ code: grpc.status.OK, bytes }));
+    });
+    try {
+      assert.equal((await call(STORE_FORMAT, 'wrong-token')).code, grpc.status.UNAUTHENTICATED);
+      assert.equal((await call(STORE_FORMAT + 1, fx.config.clusterToken!)).code, grpc.status.FAILED_PRECONDITION);
+      const ok = await waitFor('a complete image', async () => { const r = await call(STORE_FORMAT, fx.config.clusterToken!); return r.code === grpc.status.OK ? r : null; });
+      assert.ok(ok.bytes > 0);
+      await fx.stopServer();
+      const plain = await fx.startServer();
+      const none = new Service(`127.0.0.1:${plain.port}`, grpc.credentials.createInsecure());
+      const status = await new Promise<number>((resolve) => {
+        const c = none.SnapshotImage({ format: STORE_FORMAT, node_id: 'probe' }, clusterTokenMetadata(fx.config.clusterToken!)) as grpc.ClientReadableStream<unknown>;
+        c.on('data', () => {});
+        c.on('error', (e: grpc.ServiceError) => resolve(e.code));
+        c.on('end', () => resolve(grpc.status.OK));
+      });
+      none.close();
+      assert.equal(status, grpc.status.FAILED_PRECONDITION);
+    } finally {
+      client.close();
+    }
+  } finally {
+    await fx.close();
+  }
+});
