@@ -36,6 +36,18 @@
  * file-backed 51) against 175–183 MB restarted = 1.56–1.57× at 1 M persons (two runs); 246–264
  * against 181–185 MB = 1.34–1.42× at 200,000. What remains is mostly the main thread's V8 heap
  * (a 32 MiB young generation V8 does not shrink while the node is polled) and external memory.
+ * 2026-11-26, session 25 (Intel Xeon 2 vCPU): settling GCs after the release (the main thread's
+ * young generation 32 → 1–4 MiB; measured after them, the node left alone): RSS 220–222 MB
+ * against 174–183 MB restarted = 1.20–1.27× at 1 M (one run of four at 1.64×, below), 1.07–1.12×
+ * at 200,000. Snapshot images (the control plane keeps a node store current and a fresh node
+ * copies it): a fresh node ready in 4.3 s at 1 M persons = 230,000 persons/s (537 MB image
+ * installed in 3.5 s; 6.6–6.7 s before the image call's flow-control window was raised from
+ * 64 KiB to 16 MiB) against 28.2 s through the Watch snapshot; 1.8–1.9 s at 200,000. Keeping the
+ * image costs the control plane one more node's apply: ingestion 3,900–4,500 persons/s in three
+ * runs against 5,300 without it the same day.
+ * Knobs (env): BENCH_PERSONS, BENCH_SNAPSHOT_IMAGE=0 (no image: the fresh node takes the Watch
+ * snapshot), BENCH_MEMORY_METRICS=1, BENCH_HEAP_SNAPSHOT=1, BENCH_NODE_LOG_LEVEL (nodes' logs to
+ * stderr), BENCH_FRESH_NODE_ARGS, BENCH_TIMEOUT_S, and bench/load.ts's.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -168,6 +180,12 @@ async function main(): Promise<void> {
       // The node's own account of that memory (V8 heaps of every thread, external, LMDB resident).
       const names = /^switchyard_node_(nodejs_heap_size|nodejs_heap_space_size_total_bytes|io_thread_heap|nodejs_external|memory_releases|lmdb_resident)/;
       process.stderr.write(`${(await (await fetch(`${node.url}/metrics`)).text()).split('\n').filter((l) => names.test(l)).join('\n')}\n`);
+      // And the kernel's: the largest anonymous mappings by resident size (V8 pages, malloc arenas, [heap]).
+      const maps = fs.readFileSync(`/proc/${node.child.pid}/smaps`, 'utf8').split(/\n(?=[0-9a-f]+-[0-9a-f]+ )/);
+      const anon = maps.map((m) => ({ head: m.slice(0, m.indexOf('\n')), rss: Number(/^Rss:\s+(\d+)/m.exec(m)?.[1] ?? 0), anon: Number(/^Anonymous:\s+(\d+)/m.exec(m)?.[1] ?? 0) }))
+        .filter((m) => m.anon > 0).sort((a, b) => b.anon - a.anon);
+      const total = anon.reduce((t, m) => t + m.anon, 0);
+      process.stderr.write(`anonymous ${Math.round(total / 1024)} MB in ${anon.length} mappings; largest:\n${anon.slice(0, 12).map((m) => `  ${Math.round(m.anon / 1024)} MB  ${m.head}`).join('\n')}\n`);
     }
     if (heapSnapshot) {
       const before = new Set(fs.readdirSync('.'));

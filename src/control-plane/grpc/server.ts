@@ -95,7 +95,7 @@ export async function startGrpcServer(deps: GrpcServerDeps): Promise<GrpcServer>
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host;
     try {
       replica = await startImageReplica({
-        dir: path.join(config.dataDir, 'snapshot-image'), controlPlane: `${host}:${port}`, clusterToken: token, mapSize: config.lmdbMapSize, log,
+        dir: path.join(config.dataDir, 'snapshot-image'), controlPlane: `${host}:${port}`, clusterToken: token, mapSize: config.lmdbMapSize, logLevel: config.logLevel, log,
       });
     } catch (err) {
       // Nodes still bootstrap through Watch snapshots; only the fast path is missing.
