@@ -13,6 +13,7 @@
  * Keep-alive: HTTP/2 pings every {@link KEEPALIVE_TIME_MS}, connection dropped when one is not
  * answered within {@link KEEPALIVE_TIMEOUT_MS}; on top of that Watch sends Heartbeat events.
  */
+import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { Sql } from '../db/connect.js';
 import type { Config } from '../../config.js';
@@ -24,7 +25,6 @@ import { createWatchHandler, type WatchOptions } from './watch.js';
 import { createIngestHandler } from './ingest.js';
 import { createReportUsageHandler } from './usage.js';
 import { compactChangeLog, pruneChangeLog } from '../change-log/retention.js';
-import path from 'node:path';
 import { startImageReplica, type ImageReplica } from '../snapshot-image/replica.js';
 import { createSnapshotImageHandler } from '../snapshot-image/serve.js';
 

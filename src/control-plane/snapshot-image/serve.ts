@@ -33,8 +33,8 @@ export interface SnapshotImageChunkOut { format?: number; revision?: string; tot
 
 /**
  * The call's handler; `replica()` is the running image or null (none kept, or not started yet).
- * `tmpDir`: where copies are made (default the OS temporary directory; the image's own
- * filesystem is better, so that a copy is a file copy rather than a cross-device one).
+ * `tmpDir`: where copies are made (default the OS temporary directory; the gRPC server passes
+ * the control plane's data dir, the disk that already holds the image).
  */
 export function createSnapshotImageHandler(deps: { replica: () => ImageReplica | null; clusterToken: string; log: Logger; tmpDir?: string }):
   grpc.handleServerStreamingCall<SnapshotImageRequest, SnapshotImageChunkOut> {

@@ -65,8 +65,9 @@ export async function installSnapshotImage(o: ImageOptions): Promise<{ revision:
     try {
       for await (const chunk of call as AsyncIterable<ImageChunkIn>) {
         if (header === null) header = { revision: Number(chunk.revision), bytes: Number(chunk.total_bytes) };
-        for (let off = 0; off < chunk.data.length;) off += fs.writeSync(fd, chunk.data, off);
         received += chunk.data.length;
+        if (received > header.bytes) throw new Error(`image longer than announced: over ${header.bytes} bytes`);
+        for (let off = 0; off < chunk.data.length;) off += fs.writeSync(fd, chunk.data, off);
       }
       fs.fsyncSync(fd);
     } finally {
