@@ -388,7 +388,7 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean; mapSize?
     copyTo(dir: string) {
       writable();
       return enqueue(async () => {
-        await root.backup(dir, false);
+        await root.backup(dir, true);
         return { revision: mem.revision };
       });
     },

@@ -110,7 +110,8 @@ export interface WritableNodeStore extends NodeStore {
   abortSnapshot(): Promise<void>;
   /**
    * Writes a consistent copy of the environment to `<dir>/data.mdb` (`dir` exists and holds no
-   * data.mdb; LMDB's mdb_env_copy, no compaction), between two writes: resolves with the
+   * data.mdb; LMDB's mdb_env_copy with MDB_CP_COMPACT: free pages left out, so a file that grew
+   * through many write transactions copies at about its live size), between two writes: resolves with the
    * revision the copy holds. The control plane's snapshot image (control-plane/snapshot-image).
    */
   copyTo(dir: string): Promise<{ revision: number }>;

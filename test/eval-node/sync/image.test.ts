@@ -16,6 +16,8 @@ import { STORE_FORMAT } from '../../../src/eval-node/store/lmdb.js';
 import { ingestEvents } from '../../../src/control-plane/ingestion/service.js';
 import { currentRevision } from '../../../src/control-plane/change-log/store.js';
 import { nodeStorePath } from '../../../src/eval-node/node.js';
+import { installSnapshotImage } from '../../../src/eval-node/sync/image.js';
+import { createLogger } from '../../../src/log.js';
 import { seedFlag, seedOrganization, seedProject, updateFlag } from '../../support/seed.js';
 import { assertStoreMatchesTables, syncFixture, waitForHead, type SyncFixture } from '../../support/sync.js';
 import { waitFor } from '../../support/wait.js';
@@ -134,6 +136,27 @@ test('SnapshotImage refuses a wrong cluster token, another store format, and a c
     } finally {
       client.close();
     }
+  } finally {
+    await fx.close();
+  }
+});
+
+test('an image transfer that fails leaves nothing behind; the next try installs it', async () => {
+  const fx = await syncFixture();
+  try {
+    await seedWorld(fx, 3_000);
+    const server = await fx.startServer(undefined, { snapshotImage: true });
+    const dir = path.join(fx.dataDir, 'node-c', 'lmdb');
+    const opts = { controlPlane: `127.0.0.1:${server.port}`, clusterToken: fx.config.clusterToken!, nodeId: 'probe', dir, log: createLogger('silent') };
+    await waitFor('a complete image', async () => (await installSnapshotImage({ ...opts, dir: path.join(fx.dataDir, 'warm', 'lmdb') })) ?? null, { timeoutMs: 20_000, intervalMs: 100 });
+    // A deadline that ends the call before the file is complete.
+    assert.equal(await installSnapshotImage({ ...opts, timeoutMs: 1 }), null);
+    assert.equal(fs.existsSync(path.join(dir, 'data.mdb')), false, 'no store file');
+    assert.deepEqual(fs.readdirSync(path.join(fx.dataDir, 'node-c')).filter((f) => f.includes('.image-')), [], 'no temporary directory');
+    const r = await installSnapshotImage(opts);
+    assert.ok(r !== null && r.bytes === fs.statSync(path.join(dir, 'data.mdb')).size);
+    // A store already there is never overwritten.
+    assert.equal(await installSnapshotImage(opts), null);
   } finally {
     await fx.close();
   }
