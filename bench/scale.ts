@@ -38,8 +38,8 @@
  * (a 32 MiB young generation V8 does not shrink while the node is polled) and external memory.
  * 2026-11-26, session 25 (Intel Xeon 2 vCPU): settling GCs after the release (the main thread's
  * young generation 32 → 1–4 MiB; measured after them, the node left alone): RSS 210–223 MB
- * against 174–184 MB restarted = 1.15–1.27× at 1 M in six runs of seven (one at 1.64×: 75 MB more
- * anonymous memory outside the V8 heaps, not reproduced since), 1.07–1.12× at 200,000. Snapshot
+ * against 174–184 MB restarted = 1.15–1.27× at 1 M in six runs of eight (the others 1.32×, and 1.64×
+ * with 75 MB more anonymous memory outside the V8 heaps), 1.07–1.12× at 200,000. Snapshot
  * images (the control plane keeps a node store current and a fresh node copies it): a fresh node
  * ready in 4.0–5.1 s at 1 M persons = 195,000–248,000 persons/s, under 5 s in four runs of five
  * (a 537 MB image installed in ~3.5 s, 485 MB once copied compacted, no faster here; 6.6–6.7 s
