@@ -184,7 +184,7 @@ async function main(): Promise<void> {
       process.stderr.write(`${(await (await fetch(`${node.url}/metrics`)).text()).split('\n').filter((l) => names.test(l)).join('\n')}\n`);
       // And the kernel's: the largest anonymous mappings by resident size (V8 pages, malloc arenas, [heap]).
       const maps = fs.readFileSync(`/proc/${node.child.pid}/smaps`, 'utf8').split(/\n(?=[0-9a-f]+-[0-9a-f]+ )/);
-      const anon = maps.map((m) => ({ head: m.slice(0, m.indexOf('\n')), rss: Number(/^Rss:\s+(\d+)/m.exec(m)?.[1] ?? 0), anon: Number(/^Anonymous:\s+(\d+)/m.exec(m)?.[1] ?? 0) }))
+      const anon = maps.map((m) => ({ head: m.slice(0, m.indexOf('\n')), anon: Number(/^Anonymous:\s+(\d+)/m.exec(m)?.[1] ?? 0) }))
         .filter((m) => m.anon > 0).sort((a, b) => b.anon - a.anon);
       const total = anon.reduce((t, m) => t + m.anon, 0);
       process.stderr.write(`anonymous ${Math.round(total / 1024)} MB in ${anon.length} mappings; largest:\n${anon.slice(0, 12).map((m) => `  ${Math.round(m.anon / 1024)} MB  ${m.head}`).join('\n')}\n`);
