@@ -52,8 +52,6 @@ export async function startNodeService(config: Config, log: Logger): Promise<Nod
   };
   let capture: CaptureService;
   let http: NodeHttp;
-  let memory: MemoryRelease | null = null;
-  const memoryReleases = (): number => memory?.releases ?? 0;
   try {
     capture = startCapture({
       config, log,
@@ -68,10 +66,10 @@ export async function startNodeService(config: Config, log: Logger): Promise<Nod
   }
   try {
     http = config.ioThreads > 1
-      ? await startIoThreads({ config, log, memoryReleases, store: node.store, storePath: nodeStorePath(config), sync: node.sync, capture, threads: config.ioThreads })
+      ? await startIoThreads({ config, log, store: node.store, storePath: nodeStorePath(config), sync: node.sync, capture, threads: config.ioThreads })
       : await startNodeHttp({
         config, log, store: node.store, sync: node.sync, capture: capture.handler, captureAppend: capture.append,
-        outboxStorage: () => outboxFigures(capture.outbox), memoryReleases,
+        outboxStorage: () => outboxFigures(capture.outbox),
       });
   } catch (e) {
     await capture.close();
@@ -94,7 +92,7 @@ export async function startNodeService(config: Config, log: Logger): Promise<Nod
     minIntervalMs: MEMORY_RELEASE_MIN_INTERVAL_MS,
     log: log.child({ component: 'eval-node' }),
   });
-  memory = release;
+  http.metrics.addGauge('switchyard_node_memory_releases_total', 'Times the node handed memory back after bulk work (LMDB pages unmapped, arenas trimmed) since start.', () => release.releases);
   let closing: Promise<void> | null = null;
   return {
     node,

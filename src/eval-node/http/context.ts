@@ -42,8 +42,6 @@ export interface NodeHttpContext {
   continuity?: ContinuityRecorder;
   /** The capture outbox's sizes (/metrics), when this node captures. */
   outboxStorage?: () => OutboxFigures;
-  /** Times the node handed memory back after bulk work (/metrics; memory/release.ts). */
-  memoryReleases?: () => number;
   /** On an IO thread: `/metrics` as the main thread renders it for every thread (http/io-threads.ts). */
   renderMetrics?: () => Promise<ProbeAnswer>;
 }

@@ -49,8 +49,6 @@ import { NO_GEOIP } from '../geoip/index.js';
 export interface IoThreadsOptions {
   config: Config;
   log: Logger;
-  /** Times the node handed memory back after bulk work (/metrics; memory/release.ts). */
-  memoryReleases?: () => number;
   /** The node's writable store (the Watch client writes it). */
   store: NodeStore;
   /** LMDB path the threads open read-only. */
@@ -115,7 +113,6 @@ export async function startIoThreads(opts: IoThreadsOptions): Promise<IoThreadsH
       revision: () => { try { return store.revision(); } catch { return 0; } },
       sync: syncState, poolQueueSize: () => 0, poolMode: 'inline',
       storage: () => ({ store: store.storage(), outbox: opts.capture ? outboxFigures(opts.capture.outbox) : undefined }),
-      memoryReleases: opts.memoryReleases,
     }, shares.map((s) => s.metrics));
     let continuity = '';
     if (shares.some((s) => s.continuity !== null)) {

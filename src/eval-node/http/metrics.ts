@@ -49,8 +49,6 @@ export interface Gauges {
   poolMode: 'inline' | 'pool';
   /** LMDB environments on disk and mapped (issue 17 item 3), and the capture outbox's payload. */
   storage?(): StorageFigures;
-  /** Times the node handed memory back after bulk work (memory/release.ts), when it does. */
-  memoryReleases?(): number;
 }
 
 /** Sizes in bytes of the node's LMDB environments. */
@@ -99,9 +97,6 @@ export class Metrics {
   });
   private readonly lmdbResident = new Gauge({
     name: 'switchyard_node_lmdb_resident_bytes', help: 'Pages of an LMDB environment\'s data file mapped into the node process now (part of its RSS; released after bulk work).', labelNames: ['env'] as const, registers: [this.registry],
-  });
-  private readonly releases = new Gauge({
-    name: 'switchyard_node_memory_releases_total', help: 'Times the node handed memory back after bulk work (LMDB pages unmapped, arenas trimmed) since start.', registers: [this.registry],
   });
   private readonly outboxPayload = new Gauge({
     name: 'switchyard_node_capture_outbox_bytes', help: 'Captured events waiting in the outbox (payload bytes; bounded by SWITCHYARD_MAX_OUTBOX_BYTES).', registers: [this.registry],
@@ -153,6 +148,14 @@ export class Metrics {
     if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'switchyard_node_' });
   }
 
+  /**
+   * Registers a gauge read at every scrape: a figure owned outside the HTTP layer (the node's
+   * memory releases, memory/release.ts). @throws when `name` is already registered.
+   */
+  addGauge(name: string, help: string, read: () => number): void {
+    new Gauge({ name, help, registers: [this.registry], collect() { this.set(read()); } });
+  }
+
   /** The metrics an IO thread ships to the main thread ({@link THREAD_METRICS}), as JSON. */
   async requestMetricsJson(): Promise<MetricsJson> {
     return (await this.registry.getMetricsAsJSON() as MetricsJson).filter((m) => THREAD_METRICS.has(m.name));
@@ -198,7 +201,6 @@ export class Metrics {
         this.outboxShed.set(storage.outbox.shed);
       }
     }
-    if (g.memoryReleases) this.releases.set(g.memoryReleases());
     const sync = g.sync?.();
     if (sync?.lagRevisions !== undefined && sync.lagRevisions !== null) {
       this.lag ??= new Gauge({ name: 'switchyard_node_sync_lag_revisions', help: 'Revisions the node is behind the control plane.', registers: [this.registry] });

@@ -42,7 +42,6 @@ export async function metricsProbe(ctx: NodeHttpContext): Promise<ProbeAnswer> {
     poolQueueSize: () => ctx.evaluator.queueSize(),
     poolMode: ctx.evaluator.mode,
     storage: () => ({ store: ctx.store.storage(), outbox: ctx.outboxStorage?.() }),
-    memoryReleases: ctx.memoryReleases,
   });
   const text = (own.endsWith('\n') ? own : `${own}\n`) + (ctx.continuity?.renderMetrics() ?? '') + storeMetrics(ctx);
   return { status: 200, body: text, contentType: 'text/plain; version=0.0.4' };

@@ -61,8 +61,6 @@ export interface NodeHttpOptions {
   geoipBytes?: Uint8Array | null;
   /** The capture outbox's sizes for /metrics (CaptureService.outbox). */
   outboxStorage?: () => OutboxFigures;
-  /** Times the node handed memory back after bulk work (/metrics; memory/release.ts). */
-  memoryReleases?: () => number;
   /**
    * Set by an IO thread (http/io-threads.ts; the main thread runs sync, capture and probes):
    * the shared feed limiter, `/metrics` rendered by the main thread, no process metrics and no
@@ -150,7 +148,6 @@ export async function startNodeHttp(opts: NodeHttpOptions): Promise<NodeHttp> {
     feedLimiter: opts.ioThread?.feedLimiter ?? new TokenBuckets(config.definitionsRatePerMinute, 60_000),
     renderMetrics: opts.ioThread?.renderMetrics,
     outboxStorage: opts.outboxStorage,
-    memoryReleases: opts.memoryReleases,
     geoipEnabled: bytes !== null,
     needsGeoip: (projectId) => engine.needsGeoip(projectId),
     syncState: opts.syncState ?? (opts.sync ? syncStateOf(opts.sync) : undefined),
