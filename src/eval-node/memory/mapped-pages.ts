@@ -28,6 +28,16 @@ function realPath(file: string): string {
   try { return fs.realpathSync(file); } catch { return file; }
 }
 
+/**
+ * A mapping's header line of /proc/self/maps or /proc/self/smaps ("start-end perms offset dev
+ * inode   path"), or null for any other line; `path` is null for anonymous mappings.
+ */
+function mappingLine(line: string): { start: bigint; end: bigint; path: string | null } | null {
+  // Anonymous mappings end after the inode, some with trailing blanks.
+  const m = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+  return m ? { start: BigInt(`0x${m[1]}`), end: BigInt(`0x${m[2]}`), path: m[3] || null } : null;
+}
+
 /** The mappings of `files` (absolute paths) listed in /proc/self/maps. */
 function mappingsOf(files: readonly string[]): Mapping[] {
   let text: string;
@@ -35,9 +45,8 @@ function mappingsOf(files: readonly string[]): Mapping[] {
   const wanted = new Set(files.map(realPath));
   const out: Mapping[] = [];
   for (const line of text.split('\n')) {
-    // "start-end perms offset dev inode   path"
-    const m = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s+(.+)$/.exec(line);
-    if (m && wanted.has(m[3]!)) out.push({ start: BigInt(`0x${m[1]}`), end: BigInt(`0x${m[2]}`), file: m[3]! });
+    const m = mappingLine(line);
+    if (m?.path && wanted.has(m.path)) out.push({ start: m.start, end: m.end, file: m.path });
   }
   return out;
 }
@@ -98,10 +107,9 @@ export function mappedResidentBytes(files: readonly string[], maxAgeMs = 0): Map
   if (text === null) return out;
   let current: string | null = null;
   for (const line of text.split('\n')) {
-    if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) {
-      // A mapping's first line (anonymous ones have no path).
-      const path = /^\S+ \S+ \S+ \S+ \S+\s+(.+)$/.exec(line)?.[1];
-      current = path === undefined ? null : byReal.get(path) ?? null;
+    const m = mappingLine(line);
+    if (m) {
+      current = m.path === null ? null : byReal.get(m.path) ?? null;
       continue;
     }
     if (current !== null && line.startsWith('Rss:')) out.set(current, out.get(current)! + Number(/(\d+)/.exec(line)![1]) * 1024);
