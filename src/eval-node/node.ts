@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import type { NodeStore } from './store/lmdb.js';
+import type { WritableNodeStore } from './store/lmdb.js';
 import { openCheckedStore } from './store/recover.js';
 import { startWatchClient, type WatchClient, type WatchClientOptions } from './sync/client.js';
 import { installSnapshotImage } from './sync/image.js';
@@ -23,8 +23,8 @@ export function nodeStorePath(config: Config): string {
 export interface EvalNode {
   /** Identity sent to the control plane (logs, usage reports). */
   nodeId: string;
-  /** Read API over the node's state; readable before, during and after sync. */
-  store: NodeStore;
+  /** The node's store: read by the HTTP layer before, during and after sync, written by the Watch client. */
+  store: WritableNodeStore;
   /** The Watch client: `sync.state()` for `/_ready` (with store.hasCompleteSnapshot()) and `/metrics`. */
   sync: WatchClient;
   /** The control plane's snapshot image this node started from (sync/image.ts), or null. */

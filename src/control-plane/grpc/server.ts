@@ -13,7 +13,6 @@
  * Keep-alive: HTTP/2 pings every {@link KEEPALIVE_TIME_MS}, connection dropped when one is not
  * answered within {@link KEEPALIVE_TIMEOUT_MS}; on top of that Watch sends Heartbeat events.
  */
-import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { Sql } from '../db/connect.js';
 import type { Config } from '../../config.js';
@@ -25,7 +24,7 @@ import { createWatchHandler, type WatchOptions } from './watch.js';
 import { createIngestHandler } from './ingest.js';
 import { createReportUsageHandler } from './usage.js';
 import { compactChangeLog, pruneChangeLog } from '../change-log/retention.js';
-import { startImageReplica, type ImageReplica } from '../snapshot-image/replica.js';
+import { imageConfig, startImageReplica, type ImageReplica } from '../snapshot-image/replica.js';
 import { createSnapshotImageHandler } from '../snapshot-image/serve.js';
 
 /** Interval between HTTP/2 keep-alive pings on idle connections, in milliseconds. */
@@ -94,9 +93,7 @@ export async function startGrpcServer(deps: GrpcServerDeps): Promise<GrpcServer>
   if (config.snapshotImage) {
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host;
     try {
-      replica = await startImageReplica({
-        dir: path.join(config.dataDir, 'snapshot-image'), controlPlane: `${host}:${port}`, clusterToken: token, mapSize: config.lmdbMapSize, logLevel: config.logLevel, log,
-      });
+      replica = await startImageReplica(imageConfig(config, `${host}:${port}`), log);
     } catch (err) {
       // Nodes still bootstrap through Watch snapshots; only the fast path is missing.
       log.error({ err }, 'snapshot image unavailable: could not open its store');

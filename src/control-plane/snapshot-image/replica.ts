@@ -3,19 +3,21 @@
  * a complete node store that the control plane keeps current beside Postgres, so that a node
  * with no store copies one file instead of receiving every entity through a Watch snapshot.
  *
- * The image IS a node store, kept by the node's own code: the evaluation node's LMDB store
- * (eval-node/store) fed by the node's Watch client (eval-node/sync/client.ts) over this control
- * plane's gRPC port, as one more watching node, in a thread of its own (replica-thread.ts). So
+ * The image IS a node store, kept by the node's own code: an evaluation node's store and Watch
+ * client (eval-node/node.ts `startEvalNode`, {@link imageConfig}) watching this control plane's
+ * gRPC port, as one more node, in a thread of its own (replica-thread.ts). So
  * its layout, its snapshot and tail handling, and its revision bookkeeping are exactly a node's,
  * and a node that installs a copy simply resumes watching from the copy's revision. Copies are
  * LMDB's consistent, compacting environment copy (`mdb_env_copy` with MDB_CP_COMPACT), taken between
  * two of the image's writes.
  *
  * Cost: the control plane applies every change once more (as one node, on its own thread) and
- * holds a node-sized LMDB file under `<dataDir>/snapshot-image` (~530 B per person,
+ * holds a node-sized LMDB file under `<dataDir>/snapshot-image/lmdb` (~530 B per person,
  * bench/scale.ts).
  */
+import path from 'node:path';
 import { Worker } from 'node:worker_threads';
+import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
 import { ThreadRpc } from '../../eval-node/http/thread-rpc.js';
 
@@ -26,8 +28,6 @@ export const IMAGE_NODE_ID = 'control-plane-snapshot-image';
 export interface ImageReplica {
   /** True once the image holds a complete snapshot (copies are served from then on). */
   ready(): boolean;
-  /** The image's revision. */
-  revision(): number;
   /**
    * Copies the image into `dir` (an empty directory) as `data.mdb`.
    * @returns the copy's revision and size in bytes. @throws when LMDB cannot write the copy.
@@ -37,37 +37,32 @@ export interface ImageReplica {
   close(): Promise<void>;
 }
 
-/** Options of {@link startImageReplica}. */
-export interface ImageReplicaOptions {
-  /** The image's LMDB directory. */
-  dir: string;
-  /** This control plane's gRPC address as a node reaches it (`host:port`). */
-  controlPlane: string;
-  clusterToken: string;
-  /** LMDB map size in bytes (config.lmdbMapSize). */
-  mapSize: number;
-  /** Level of the thread's logger (config.logLevel). */
-  logLevel: string;
-  log: Logger;
-}
-
-/** What the image's thread starts from (its workerData). */
-export interface ImageThreadInit { dir: string; controlPlane: string; clusterToken: string; mapSize: number; logLevel: string; nodeId: string }
+/** What the image's thread starts from (its workerData): the image node's config and id. */
+export interface ImageThreadInit { config: Config; nodeId: string }
 
 /**
- * Starts the image's thread; resolves once its store is open (before it is complete). A thread
- * that fails later leaves the image not ready (nodes then take the Watch snapshot) and is logged.
- * @throws when the store cannot be opened.
+ * The image node's config, from the control plane's: its store under `<dataDir>/snapshot-image`
+ * (eval-node/node.ts `nodeStorePath`), watching this control plane at `controlPlane` (`host:port`),
+ * never asking for an image itself.
  */
-export async function startImageReplica(o: ImageReplicaOptions): Promise<ImageReplica> {
-  const log = o.log.child({ component: 'snapshot-image' });
-  const init: ImageThreadInit = { dir: o.dir, controlPlane: o.controlPlane, clusterToken: o.clusterToken, mapSize: o.mapSize, logLevel: o.logLevel, nodeId: IMAGE_NODE_ID };
+export function imageConfig(config: Config, controlPlane: string): Config {
+  return { ...config, dataDir: path.join(config.dataDir, 'snapshot-image'), controlPlane, snapshotImage: false };
+}
+
+/**
+ * Starts the image's thread for `config` ({@link imageConfig}); resolves once its store is open
+ * (before it is complete). A thread that fails later leaves the image not ready (nodes then take
+ * the Watch snapshot) and is logged. @throws when the store cannot be opened.
+ */
+export async function startImageReplica(config: Config, parentLog: Logger): Promise<ImageReplica> {
+  const log = parentLog.child({ component: 'snapshot-image' });
+  const init: ImageThreadInit = { config, nodeId: IMAGE_NODE_ID };
   const worker = new Worker(new URL('./replica-thread.js', import.meta.url), { workerData: init });
   const rpc = new ThreadRpc(worker);
-  let st = { ready: false, revision: 0 };
+  let ready = false;
   let alive = true;
   await new Promise<void>((resolve, reject) => {
-    rpc.onNotice('state', (m) => { st = { ready: m.ready === true, revision: Number(m.revision) }; resolve(); });
+    rpc.onNotice('state', (m) => { ready = m.ready === true; resolve(); });
     worker.once('error', reject);
     worker.once('exit', (code) => reject(new Error(`snapshot image thread exited (${code}) before its store opened`)));
   });
@@ -75,8 +70,7 @@ export async function startImageReplica(o: ImageReplicaOptions): Promise<ImageRe
   worker.on('exit', () => { alive = false; rpc.close('snapshot image thread exited'); });
   let closing: Promise<void> | null = null;
   return {
-    ready: () => alive && st.ready,
-    revision: () => st.revision,
+    ready: () => alive && ready,
     copy: (dir) => rpc.call<{ revision: number; bytes: number }>('copy', { dir }).catch((e: { message?: string }) => { throw new Error(e.message ?? 'copy failed'); }),
     close() {
       closing ??= (async () => {

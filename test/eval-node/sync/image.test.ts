@@ -13,6 +13,7 @@ import * as grpc from '@grpc/grpc-js';
 import { switchyardService } from '../../../src/grpc/loader.js';
 import { clusterTokenMetadata } from '../../../src/grpc/metadata.js';
 import { STORE_FORMAT } from '../../../src/eval-node/store/lmdb.js';
+import { imageConfig } from '../../../src/control-plane/snapshot-image/replica.js';
 import { ingestEvents } from '../../../src/control-plane/ingestion/service.js';
 import { currentRevision } from '../../../src/control-plane/change-log/store.js';
 import { nodeStorePath } from '../../../src/eval-node/node.js';
@@ -21,6 +22,20 @@ import { createLogger } from '../../../src/log.js';
 import { seedFlag, seedOrganization, seedProject, updateFlag } from '../../support/seed.js';
 import { assertStoreMatchesTables, syncFixture, waitForHead, type SyncFixture } from '../../support/sync.js';
 import { waitFor } from '../../support/wait.js';
+
+/** The image's LMDB data file on the fixture's control plane. */
+const imageFile = (fx: SyncFixture): string => path.join(nodeStorePath(imageConfig(fx.config, fx.config.controlPlane)), 'data.mdb');
+
+/** The final status code of a SnapshotImage call and the bytes it streamed. */
+function imageCall(client: InstanceType<ReturnType<typeof switchyardService>>, format: number, token: string): Promise<{ code: number; bytes: number }> {
+  return new Promise((resolve) => {
+    let bytes = 0;
+    const c = client.SnapshotImage({ format, node_id: 'probe' }, clusterTokenMetadata(token)) as grpc.ClientReadableStream<{ data: Buffer }>;
+    c.on('data', (m: { data: Buffer }) => { bytes += m.data.length; });
+    c.on('error', (e: grpc.ServiceError) => resolve({ code: e.code, bytes }));
+    c.on('end', () => resolve({ code: grpc.status.OK, bytes }));
+  });
+}
 
 /** A project with flags and `persons` identified persons (ingested as capture would). */
 async function seedWorld(fx: SyncFixture, persons: number): Promise<{ projectId: number; flagId: number }> {
@@ -43,8 +58,7 @@ test('a node with no store installs the control plane\'s image, then follows the
     const w = await seedWorld(fx, 1_500);
     await fx.startServer(undefined, { snapshotImage: true });
     // The image is a watching node of its own: it completes its snapshot in the background.
-    const imageDir = path.join(fx.config.dataDir, 'snapshot-image');
-    await waitFor('the image store', () => fs.existsSync(path.join(imageDir, 'data.mdb')) || null);
+    await waitFor('the image store', () => fs.existsSync(imageFile(fx)) || null);
     const head = await currentRevision(fx.db.sql);
     let node = await waitFor('a node started from the image', async () => {
       const n = await fx.startNode({ dataDir: path.join(fx.dataDir, 'node-a'), snapshotImage: true });
@@ -106,17 +120,10 @@ test('SnapshotImage refuses a wrong cluster token, another store format, and a c
   try {
     await seedWorld(fx, 10);
     const server = await fx.startServer(undefined, { snapshotImage: true });
-    await waitFor('the image store', () => fs.existsSync(path.join(fx.config.dataDir, 'snapshot-image', 'data.mdb')) || null);
+    await waitFor('the image store', () => fs.existsSync(imageFile(fx)) || null);
     const Service = switchyardService();
     const client = new Service(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
-    /** The call's final status code and the bytes it streamed. */
-    const call = (format: number, token: string) => new Promise<{ code: number; bytes: number }>((resolve) => {
-      let bytes = 0;
-      const c = client.SnapshotImage({ format, node_id: 'probe' }, clusterTokenMetadata(token)) as grpc.ClientReadableStream<{ data: Buffer }>;
-      c.on('data', (m: { data: Buffer }) => { bytes += m.data.length; });
-      c.on('error', (e: grpc.ServiceError) => resolve({ code: e.code, bytes }));
-      c.on('end', () => resolve({ code: grpc.status.OK, bytes }));
-    });
+    const call = (format: number, token: string) => imageCall(client, format, token);
     try {
       assert.equal((await call(STORE_FORMAT, 'wrong-token')).code, grpc.status.UNAUTHENTICATED);
       assert.equal((await call(STORE_FORMAT + 1, fx.config.clusterToken!)).code, grpc.status.FAILED_PRECONDITION);
@@ -125,12 +132,7 @@ test('SnapshotImage refuses a wrong cluster token, another store format, and a c
       await fx.stopServer();
       const plain = await fx.startServer();
       const none = new Service(`127.0.0.1:${plain.port}`, grpc.credentials.createInsecure());
-      const status = await new Promise<number>((resolve) => {
-        const c = none.SnapshotImage({ format: STORE_FORMAT, node_id: 'probe' }, clusterTokenMetadata(fx.config.clusterToken!)) as grpc.ClientReadableStream<unknown>;
-        c.on('data', () => {});
-        c.on('error', (e: grpc.ServiceError) => resolve(e.code));
-        c.on('end', () => resolve(grpc.status.OK));
-      });
+      const status = (await imageCall(none, STORE_FORMAT, fx.config.clusterToken!)).code;
       none.close();
       assert.equal(status, grpc.status.FAILED_PRECONDITION);
     } finally {
