@@ -64,7 +64,12 @@ export interface MemoryRelease {
   close(): void;
 }
 
-/** Starts sampling; the timer never keeps the process alive. */
+/**
+ * Starts sampling `o.activity()` every `o.pollMs` and releasing by the policy of the module doc;
+ * returns the counts of releases and settling passes and `close()`. With `quietMs` 0 nothing is
+ * sampled. Never throws: a failing `collect` is logged, and where madvise is unavailable the
+ * first release logs that and stops the sampling. The timer never keeps the process alive.
+ */
 export function startMemoryRelease(o: MemoryReleaseOptions): MemoryRelease {
   let releases = 0;
   let settles = 0;
