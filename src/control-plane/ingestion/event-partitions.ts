@@ -7,6 +7,10 @@
  * instant of the next). Capture bounds timestamps (years 0…9999, at most 23 h ahead:
  * eval-node/capture/events.ts), so at most one partition per month since 2020 can exist.
  *
+ * `person_event_times` (migration 0017: the per-person event times ingestion keeps beside the
+ * events) is partitioned the same way, `person_event_times_old` and `person_event_times_yYYYYmMM`
+ * ({@link timesPartitionOf}); each month's pair is created and dropped together.
+ *
  * Retention ({@link dropExpiredEventPartitions}): a month is dropped once ALL of it is older than
  * the cutoff = the earlier of now − `retentionDays` and 30 days (the longest CUPED lookback)
  * before the start of any experiment that is neither deleted nor archived. Dropping is
@@ -40,9 +44,16 @@ export function monthPartition(t: Date): MonthPartition {
   };
 }
 
+/** The `person_event_times` partition of the same month as the events partition `name` (`events_y2026m11` → `person_event_times_y2026m11`). */
+export function timesPartitionOf(name: string): string {
+  return `person_event_times${name.slice('events'.length)}`;
+}
+
+/** Names of the tables attached to `parent` as partitions. */
+const ATTACHED_TO = (sql: Sql | Tx, parent: 'events' | 'person_event_times') => sql<{ name: string }[]>`
+  SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = ${parent}::regclass ORDER BY c.relname`;
 /** Names of the tables attached to `events` as partitions. */
-const ATTACHED = (sql: Sql | Tx) => sql<{ name: string }[]>`
-  SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass ORDER BY c.relname`;
+const ATTACHED = (sql: Sql | Tx) => ATTACHED_TO(sql, 'events');
 
 /**
  * The attached partitions that can hold a timestamp in `[from, to]`, oldest first (the names
@@ -58,10 +69,11 @@ export async function eventPartitionsBetween(sql: Sql | Tx, from: Date, to: Date
 }
 
 /**
- * Creates the partitions `timestamps` need that are not attached yet: one catalog query, and for
- * a missing one a short transaction of its own under {@link PARTITION_LOCK_KEY}, so the lock
- * DDL takes on `events` is never held by an ingestion transaction. A table of that name left
- * detached by an interrupted drop (expired data) is dropped first.
+ * Creates the partitions `timestamps` need that are not attached yet, of `events` and of
+ * `person_event_times` alike: one catalog query, and for a missing month a short transaction of
+ * its own under {@link PARTITION_LOCK_KEY}, so the lock DDL takes on the parent is never held by
+ * an ingestion transaction. A table of that name left detached by an interrupted drop (expired
+ * data) is dropped first.
  * @throws the driver's error when Postgres fails.
  */
 export async function ensureEventPartitions(sql: Sql, timestamps: Iterable<Date>): Promise<void> {
@@ -71,16 +83,19 @@ export async function ensureEventPartitions(sql: Sql, timestamps: Iterable<Date>
     if (!needed.has(p.name)) needed.set(p.name, p);
   }
   if (needed.size === 0) return;
-  const attached = new Set((await ATTACHED(sql)).map((r) => r.name));
+  const attached = new Set([...await ATTACHED(sql), ...await ATTACHED_TO(sql, 'person_event_times')].map((r) => r.name));
   for (const p of needed.values()) {
-    if (attached.has(p.name)) continue;
+    const tables = ([[p.name, 'events'], [timesPartitionOf(p.name), 'person_event_times']] as const).filter(([name]) => !attached.has(name));
+    if (tables.length === 0) continue;
     await sql.begin(async (tx) => {
       await tx`SELECT pg_advisory_xact_lock(${PARTITION_LOCK_KEY})`;
-      const [c] = await tx<{ partition: boolean }[]>`SELECT relispartition AS partition FROM pg_class WHERE relname = ${p.name} AND relkind IN ('r', 'p')`;
-      if (c?.partition) return; // attached meanwhile by another process
-      if (c) await tx.unsafe(`DROP TABLE ${p.name}`);
-      const from = p.from === null ? 'MINVALUE' : `('${p.from}')`;
-      await tx.unsafe(`CREATE TABLE ${p.name} PARTITION OF events FOR VALUES FROM ${from} TO ('${p.to}')`);
+      for (const [name, parent] of tables) {
+        const [c] = await tx<{ partition: boolean }[]>`SELECT relispartition AS partition FROM pg_class WHERE relname = ${name} AND relkind IN ('r', 'p')`;
+        if (c?.partition) continue; // attached meanwhile by another process
+        if (c) await tx.unsafe(`DROP TABLE ${name}`);
+        const from = p.from === null ? 'MINVALUE' : `('${p.from}')`;
+        await tx.unsafe(`CREATE TABLE ${name} PARTITION OF ${parent} FOR VALUES FROM ${from} TO ('${p.to}')`);
+      }
     });
   }
 }
@@ -98,26 +113,40 @@ export async function retentionCutoff(sql: Sql, retentionDays: number | null, no
   return new Date(cutoff);
 }
 
+/** The end (ms since the epoch) of the month an `events` or `person_event_times` partition covers, or null for another name. */
+function partitionEnd(name: string): number | null {
+  const m = /^(?:events|person_event_times)_(?:y(\d{4})m(\d{2})|(old))$/.exec(name);
+  if (!m) return null;
+  return m[3] ? PARTITIONED_FROM : Date.UTC(Number(m[1]), Number(m[2]), 1);
+}
+
+/** The first instant of the month a partition `events_yYYYYmMM` covers; null for `events_old` (many months) or another name. */
+export function monthOfPartition(name: string): Date | null {
+  const m = /^events_y(\d{4})m(\d{2})$/.exec(name);
+  return m ? new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, 1)) : null;
+}
+
 /**
- * Drops every partition entirely before the retention cutoff ({@link retentionCutoff});
- * resolves with the names dropped (none when `retentionDays` is null).
+ * Drops every partition entirely before the retention cutoff ({@link retentionCutoff}), each
+ * month's `person_event_times` partition with its events partition; resolves with the events
+ * partitions' names dropped (none when `retentionDays` is null).
  * @throws the driver's error when Postgres fails (partitions dropped before stay dropped).
  */
 export async function dropExpiredEventPartitions(sql: Sql, retentionDays: number | null, now: number = Date.now()): Promise<string[]> {
   const cutoff = await retentionCutoff(sql, retentionDays, now);
   if (cutoff === null) return [];
-  const parts = await ATTACHED(sql);
   const dropped: string[] = [];
-  for (const { name } of parts) {
-    const m = /^events_y(\d{4})m(\d{2})$/.exec(name);
-    const end = name === 'events_old' ? PARTITIONED_FROM : m ? Date.UTC(Number(m[1]), Number(m[2]), 1) : null;
-    if (end === null || end > cutoff.getTime()) continue;
-    // DETACH … CONCURRENTLY (not allowed inside a transaction) waits for readers instead of
-    // blocking them. A batch that needs the month meanwhile fails once and is retried; its retry
-    // attaches a new partition (ensureEventPartitions).
-    await sql.unsafe(`ALTER TABLE events DETACH PARTITION ${name} CONCURRENTLY`);
-    await sql.unsafe(`DROP TABLE ${name}`);
-    dropped.push(name);
+  for (const parent of ['events', 'person_event_times'] as const) {
+    for (const { name } of await ATTACHED_TO(sql, parent)) {
+      const end = partitionEnd(name);
+      if (end === null || end > cutoff.getTime()) continue;
+      // DETACH … CONCURRENTLY (not allowed inside a transaction) waits for readers instead of
+      // blocking them. A batch that needs the month meanwhile fails once and is retried; its retry
+      // attaches a new partition (ensureEventPartitions).
+      await sql.unsafe(`ALTER TABLE ${parent} DETACH PARTITION ${name} CONCURRENTLY`);
+      await sql.unsafe(`DROP TABLE ${name}`);
+      if (parent === 'events') dropped.push(name);
+    }
   }
   return dropped;
 }

@@ -13,6 +13,8 @@
  *   5. groups    — `$groupidentify` and `$groups` type mappings (groups.ts);
  *   6. events    — one bulk insert, ON CONFLICT (project_id, uuid, timestamp) DO NOTHING as a
  *                  safety net (the month partitions it needs are created first: event-partitions.ts);
+ *                  the same statement folds the inserted events into `person_event_times`
+ *                  (person-event-times.ts);
  *   7. definitions, flag usage — one statement each for the batch;
  *   8. change log — person / group / override / mapping entries, last (changes.ts).
  *
@@ -30,6 +32,7 @@ import { eventProblem } from './event-bounds.js';
 import { ensureEventPartitions } from './event-partitions.js';
 import { ChangeSet } from './changes.js';
 import { recordEventDefinitions } from './definitions.js';
+import { insertFoldingTimes } from './person-event-times.js';
 import { recordExposures } from './exposures.js';
 import { recordFlagUsage } from './flag-usage.js';
 import { processGroups, type GroupTypeCache } from './groups.js';
@@ -193,12 +196,13 @@ async function ingestValid(tx: Tx, validIn: IngestEvent[], recordsIn: HashKeyOve
       const eventRows = JSON.stringify(fresh.map((e, i) => ({
         p: e.projectId, u: e.uuid, e: e.event, d: e.distinctId, pid: personIds[i], props: e.properties, t: e.timestamp.toISOString(),
       })));
-      const rows = await tx<{ uuid: string }[]>`
+      // The inserted events are folded into the per-person event times in the same statement.
+      const rows = await insertFoldingTimes(tx, tx`
         INSERT INTO events (project_id, uuid, event, distinct_id, person_id, properties, timestamp)
         SELECT p, u, e, d, pid, props, t
         FROM json_to_recordset(${eventRows}::text::json) AS v(p bigint, u uuid, e text, d text, pid uuid, props jsonb, t timestamptz)
         ON CONFLICT (project_id, uuid, timestamp) DO NOTHING
-        RETURNING uuid`;
+        RETURNING project_id, event, person_id, timestamp`);
       inserted = rows.length;
       await recordEventDefinitions(tx, fresh);
       await recordFlagUsage(tx, fresh);

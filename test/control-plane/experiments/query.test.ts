@@ -201,7 +201,10 @@ test('mean, funnel, ratio and retention metrics equal a direct computation from 
 
 test('funnels whose events span several month partitions: ordered (3 steps) and unordered equal a direct computation', async () => {
   // Exposures over 50 days and events over 90: each person's steps fall in three or four months,
-  // so the probes cross month tables in both directions (earliest step first, latest for the last).
+  // so the per-person event times (and the probes) cross months in both directions (earliest step
+  // first, latest for the last). Four heavy persons send more first-step events around their
+  // exposure than a month's row keeps times for, so that row falls back to probing the events.
+  // The same funnels with a property filter that every event passes take the probe path alone.
   const DAY = 24 * HOUR;
   const key = 'months-exp';
   const start = Date.now() - 85 * DAY;
@@ -210,12 +213,14 @@ test('funnels whose events span several month partitions: ordered (3 steps) and 
   const steps = ['m-a', 'm-b', 'm-c'];
   const events: Ev[] = [];
   const users: { d: string; variant: string; first: number }[] = [];
-  for (let i = 0; i < 160; i++) {
+  for (let i = 0; i < 164; i++) {
     const d = `mo-${i}`;
     const variant = i % 2 === 0 ? 'control' : 'test';
     const first = start + Math.floor(rand() * 50 * DAY);
     events.push(exposure(d, key, variant, first));
     users.push({ d, variant, first });
+    // The heavy persons (the last four): 70 first-step events within six hours of the exposure.
+    if (i >= 160) for (let k = 0; k < 70; k++) events.push({ distinct_id: d, event: steps[0]!, timestamp: new Date(first + (rand() - 0.5) * 6 * HOUR).toISOString(), properties: {} });
     for (let k = 0; k < 6; k++) {
       const at = Math.min(Date.now() - HOUR, first + (rand() * 80 - 10) * DAY);
       events.push({ distinct_id: d, event: steps[Math.floor(rand() * 3)]!, timestamp: new Date(at).toISOString(), properties: {} });
@@ -224,6 +229,8 @@ test('funnels whose events span several month partitions: ordered (3 steps) and 
   await ingest(events);
   const months = await t.db.sql<{ n: number }[]>`SELECT count(DISTINCT tableoid)::int AS n FROM events WHERE project_id = ${t.projectId} AND event LIKE 'm-%'`;
   assert.ok(months[0]!.n >= 3, `events in ${months[0]!.n} month partitions`);
+  const overflowed = await t.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM person_event_times WHERE project_id = ${t.projectId} AND event = 'm-a' AND times IS NULL`;
+  assert.ok(overflowed[0]!.n >= 1, 'a heavy person\'s month keeps no times');
   const byUser = new Map<string, number[][]>();
   for (const u of users) byUser.set(u.d, steps.map(() => []));
   for (const e of events) if (e.event !== '$feature_flag_called') byUser.get(e.distinct_id)![steps.indexOf(e.event)]!.push(Date.parse(e.timestamp));
@@ -238,14 +245,17 @@ test('funnels whose events span several month partitions: ordered (3 steps) and 
     return steps.length;
   };
   const unorderedReach = (u: typeof users[number]) => byUser.get(u.d)!.filter((ts) => ts.some((x) => x >= u.first && x <= u.first + W)).length;
-  const series = steps.map((event) => ({ kind: 'EventsNode', event }));
+  const plain = steps.map((event) => ({ kind: 'EventsNode', event }));
+  const filtered = steps.map((event) => ({ kind: 'EventsNode', event, properties: [{ key: 'absent', operator: 'is_not_set', type: 'event' }] }));
   for (const [order, reach] of [['ordered', orderedReach], ['unordered', unorderedReach]] as const) {
-    const r = await query(id, { kind: 'ExperimentMetric', metric_type: 'funnel', funnel_order_type: order, series, conversion_window: 30, conversion_window_unit: 'day' });
-    assert.equal(r.status, 200, r.text);
-    for (const arm of [r.body.baseline, ...r.body.variant_results]) {
-      const reached = users.filter((u) => u.variant === arm.key).map(reach);
-      assert.deepEqual(arm.step_counts, steps.map((_s, j) => reached.filter((n) => n >= j + 1).length), `${order} ${arm.key}`);
-      assert.equal(arm.sum, reached.filter((n) => n === steps.length).length, `${order} ${arm.key} conversions`);
+    for (const [path, series] of [['per-person times', plain], ['probes', filtered]] as const) {
+      const r = await query(id, { kind: 'ExperimentMetric', metric_type: 'funnel', funnel_order_type: order, series, conversion_window: 30, conversion_window_unit: 'day' });
+      assert.equal(r.status, 200, r.text);
+      for (const arm of [r.body.baseline, ...r.body.variant_results]) {
+        const reached = users.filter((u) => u.variant === arm.key).map(reach);
+        assert.deepEqual(arm.step_counts, steps.map((_s, j) => reached.filter((n) => n >= j + 1).length), `${order} ${path} ${arm.key}`);
+        assert.equal(arm.sum, reached.filter((n) => n === steps.length).length, `${order} ${path} ${arm.key} conversions`);
+      }
     }
   }
 });

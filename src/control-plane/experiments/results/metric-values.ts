@@ -24,6 +24,7 @@ import { errors } from '../../../errors.js';
 import { eventFiltersSql, numericProperty } from '../../events/property-filters.js';
 import { entitySql, personJoinSql } from '../../events/person-merges.js';
 import { eventPartitionsBetween } from '../../ingestion/event-partitions.js';
+import { summaryFunnel } from './summary-funnel.js';
 
 type Obj = JsonObject;
 
@@ -181,7 +182,10 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj, mater
       const ordered = metric.funnel_order_type !== 'unordered';
       const probe = (source: unknown) => isJsonObject(source) && source.kind === 'EventsNode' && typeof source.event === 'string';
       if (s.groupIndex === null && !s.merges && steps.every(probe)) {
-        return create((await probedFunnel(tx, s, steps as Obj[], { ordered, fw, from: stepsFrom, until })).select);
+        const window = { ordered, fw, from: stepsFrom, until };
+        // Steps without property filters read ingestion's per-person event times (summary-funnel.ts).
+        const summary = steps.every((step) => !hasPropertyFilters((step as Obj).properties)) ? await summaryFunnel(tx, s.projectId, steps as Obj[], window) : null;
+        return create((summary ?? await probedFunnel(tx, s, steps as Obj[], window)).select);
       }
       // Otherwise one pass per step over that step's events joined to the entities still in the
       // funnel: ordered, the earliest step-i event at/after step i − 1 (earliest is optimal for
@@ -231,7 +235,7 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj, mater
 
 /**
  * The per-person funnel values by index probes (persons without merges, every step an event
- * name): per exposed person and step, probes of `events_project_person_event_time` in each month
+ * name; used where summary-funnel.ts cannot answer: steps with property filters, windows before 2020): per exposed person and step, probes of `events_project_person_event_time` in each month
  * partition that can hold the step, chained in one statement so a person's steps are looked up
  * back to back (their entries share leaf pages) and nothing is written between steps.
  *
@@ -274,6 +278,13 @@ async function probedFunnel(tx: Tx, s: ValueSpec, steps: Obj[], o: { ordered: bo
     select: tx`SELECT entity, variant, (CASE WHEN reached = ${k} THEN 1 ELSE 0 END)::float8 AS value,
       1::float8 AS denom, reached AS step, 0::float8 AS cov FROM (SELECT f.entity, f.variant, ${reached} AS reached FROM (${rel} OFFSET 0) f) r`,
   };
+}
+
+/** Whether a source's `properties` filters anything (an empty list or group filters nothing). */
+function hasPropertyFilters(properties: unknown): boolean {
+  if (properties === undefined || properties === null) return false;
+  if (Array.isArray(properties)) return properties.length > 0;
+  return !(isJsonObject(properties) && Array.isArray(properties.values) && properties.values.length === 0);
 }
 
 /** Clamps `exp_values.value` to PostHog's winsorization bounds (pooled over every variant). */

@@ -1,0 +1,41 @@
+/**
+ * The per-person pre-aggregate of event times (issue 12 item 2; table `person_event_times`,
+ * migration 0017), kept in the same statement that inserts a batch's events: for each event
+ * actually inserted (a redelivered one is not counted twice) with a person, the row (project,
+ * event, UTC month, person) counts it, widens [first_ts, last_ts], and merges its timestamp into
+ * the sorted `times` while the row holds at most {@link MAX_KEPT_TIMES} events (NULL after).
+ * Experiment funnels read these rows instead of probing the events index per person and step
+ * (experiments/results/metric-values.ts `summaryFunnel`).
+ */
+import type { PendingQuery } from 'postgres';
+import type { Tx } from '../db/connect.js';
+
+/** Timestamps a row keeps; beyond, `times` is NULL and readers probe the events (migration 0017). */
+export const MAX_KEPT_TIMES = 64;
+
+/** The UTC month start of a timestamptz expression, as SQL text over `column` (the partition key's rule). */
+export const MONTH_OF = (column: string) => `date_trunc('month', ${column} AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'`;
+
+/**
+ * `WITH ins AS (<insert>) …` that also folds the rows `insert` inserted into `person_event_times`
+ * and selects `insert`'s returned rows. `insert` must be an `INSERT INTO events … RETURNING
+ * project_id, event, person_id, timestamp` (further columns are passed through).
+ * Rows of one statement never meet twice in the upsert: they are grouped per key first.
+ */
+export function insertFoldingTimes(tx: Tx, insert: PendingQuery<any>): PendingQuery<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const month = tx.unsafe(MONTH_OF('timestamp'));
+  return tx`WITH ins AS (${insert}),
+    folded AS (
+      INSERT INTO person_event_times AS p (project_id, event, month, person_id, n, first_ts, last_ts, times)
+      SELECT project_id, event, ${month}, person_id, count(*), min(timestamp), max(timestamp),
+        CASE WHEN count(*) <= ${MAX_KEPT_TIMES} THEN array_agg(timestamp ORDER BY timestamp) END
+      FROM ins WHERE person_id IS NOT NULL
+      GROUP BY 1, 2, 3, 4
+      ON CONFLICT (project_id, event, month, person_id) DO UPDATE SET
+        n = p.n + EXCLUDED.n,
+        first_ts = LEAST(p.first_ts, EXCLUDED.first_ts),
+        last_ts = GREATEST(p.last_ts, EXCLUDED.last_ts),
+        times = CASE WHEN p.n + EXCLUDED.n <= ${MAX_KEPT_TIMES}
+          THEN ARRAY(SELECT t FROM unnest(p.times || EXCLUDED.times) t ORDER BY t) END)
+    SELECT * FROM ins`;
+}
