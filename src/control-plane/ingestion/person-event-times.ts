@@ -4,11 +4,15 @@
  * actually inserted (a redelivered one is not counted twice) with a person, the row (project,
  * event, UTC month, person) counts it, widens [first_ts, last_ts], and merges its timestamp into
  * the sorted `times` while the row holds at most {@link MAX_KEPT_TIMES} events (NULL after).
+ * Events arriving in time order (live capture) append; only a late one re-sorts the row.
+ * `$feature_flag_called` is left out: it is most of SDK traffic, experiment_exposures already
+ * pre-aggregates it, and a funnel step on it is answered by probing the events instead.
  * Experiment funnels read these rows instead of probing the events index per person and step
  * (experiments/results/metric-values.ts `summaryFunnel`).
  */
 import type { PendingQuery } from 'postgres';
 import type { Tx } from '../db/connect.js';
+import { FEATURE_FLAG_CALLED } from './flag-usage.js';
 
 /** Timestamps a row keeps; beyond, `times` is NULL and readers probe the events (migration 0017). */
 export const MAX_KEPT_TIMES = 64;
@@ -29,13 +33,14 @@ export function insertFoldingTimes(tx: Tx, insert: PendingQuery<any>): PendingQu
       INSERT INTO person_event_times AS p (project_id, event, month, person_id, n, first_ts, last_ts, times)
       SELECT project_id, event, ${month}, person_id, count(*), min(timestamp), max(timestamp),
         CASE WHEN count(*) <= ${MAX_KEPT_TIMES} THEN array_agg(timestamp ORDER BY timestamp) END
-      FROM ins WHERE person_id IS NOT NULL
+      FROM ins WHERE person_id IS NOT NULL AND event <> ${FEATURE_FLAG_CALLED}
       GROUP BY 1, 2, 3, 4
       ON CONFLICT (project_id, event, month, person_id) DO UPDATE SET
         n = p.n + EXCLUDED.n,
         first_ts = LEAST(p.first_ts, EXCLUDED.first_ts),
         last_ts = GREATEST(p.last_ts, EXCLUDED.last_ts),
-        times = CASE WHEN p.n + EXCLUDED.n <= ${MAX_KEPT_TIMES}
-          THEN ARRAY(SELECT t FROM unnest(p.times || EXCLUDED.times) t ORDER BY t) END)
+        times = CASE WHEN p.n + EXCLUDED.n > ${MAX_KEPT_TIMES} THEN NULL
+          WHEN EXCLUDED.first_ts >= p.last_ts THEN p.times || EXCLUDED.times
+          ELSE ARRAY(SELECT t FROM unnest(p.times || EXCLUDED.times) t ORDER BY t) END)
     SELECT * FROM ins`;
 }

@@ -1,8 +1,8 @@
 /**
  * The per-person event times ingestion keeps (migration 0017, ingestion/person-event-times.ts) on
  * real Postgres through the real ingestion: after batches arriving out of time order, a
- * redelivered batch, personless events and a person with more events in a month than a row
- * keeps times for, every row equals a direct computation from the events sent; each month's rows
+ * redelivered batch, batches in time order, personless events, exposure calls (left out) and a
+ * person with more events in a month than a row keeps times for, every row equals a direct computation from the events sent; each month's rows
  * live in that month's partition, and retention drops them with the events.
  */
 import { test, before, after } from 'node:test';
@@ -40,15 +40,23 @@ test('rows equal a direct computation from the events: counts, first and last, s
       events.push({ uuid: crypto.randomUUID(), project_id: projectId, event: d === 'heavy' || rand() < 0.6 ? 'pageview' : 'purchase', distinct_id: `pet-${d}`, properties: {}, timestamp: new Date(at).toISOString() });
     }
   }
+  // Exposure calls are left out of the rows (experiment_exposures keeps them).
+  for (const d of ['a', 'b']) events.push({ uuid: crypto.randomUUID(), project_id: projectId, event: '$feature_flag_called', distinct_id: `pet-${d}`, properties: { $feature_flag: 'f', $feature_flag_response: true }, timestamp: '2026-10-02T00:00:00.000Z' });
   const personless = { uuid: crypto.randomUUID(), project_id: projectId, event: 'pageview', distinct_id: 'pet-nobody', properties: { $process_person_profile: false }, timestamp: '2026-10-05T00:00:00.000Z' };
   // Shuffled into batches of 17: each row is folded across several batches, out of time order.
   const shuffled = [...events, personless].sort(() => rand() - 0.5);
   for (let i = 0; i < shuffled.length; i += 17) await ingestEvents(db.sql, shuffled.slice(i, i + 17));
   const redelivered = await ingestEvents(db.sql, shuffled.slice(0, 17));
   assert.equal(redelivered.inserted, 0, 'a redelivered batch inserts nothing');
+  // A person whose events come in time order, three per batch: each batch appends to the rows.
+  const inOrder = Array.from({ length: 12 }, (_, i) => ({ uuid: crypto.randomUUID(), project_id: projectId, event: i % 4 === 0 ? 'purchase' : 'pageview',
+    distinct_id: 'pet-in-order', properties: {}, timestamp: new Date(Date.parse('2026-10-10T00:00:00Z') + i * 60_000).toISOString() }));
+  for (let i = 0; i < inOrder.length; i += 3) await ingestEvents(db.sql, inOrder.slice(i, i + 3));
+  events.push(...inOrder);
 
   const expected = new Map<string, number[]>();
   for (const e of events) {
+    if (e.event === '$feature_flag_called') continue;
     const k = `${e.distinct_id}|${e.event}|${monthKey(e.timestamp)}`;
     expected.set(k, [...(expected.get(k) ?? []), Date.parse(e.timestamp)]);
   }

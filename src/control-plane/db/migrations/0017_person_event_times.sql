@@ -6,7 +6,8 @@
 -- One row per (project, event, UTC month, person): how many events (n), the first and last
 -- timestamp, and every timestamp, sorted, while n <= 64 (NULL beyond: the funnel then probes
 -- that month's events for the person, as before). Persons come from events.person_id as
--- ingested; personless events are not kept.
+-- ingested; personless events are not kept, nor `$feature_flag_called` (most of SDK traffic;
+-- experiment_exposures pre-aggregates it, and a funnel step on it probes the events).
 --
 -- Partitioned by month exactly like `events` (migration 0015): person_event_times_old for
 -- everything before 2020, then person_event_times_yYYYYmMM. Partitions are created and dropped
@@ -42,5 +43,5 @@ INSERT INTO person_event_times (project_id, event, month, person_id, n, first_ts
 SELECT project_id, event, date_trunc('month', timestamp AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', person_id,
   count(*), min(timestamp), max(timestamp),
   CASE WHEN count(*) <= 64 THEN array_agg(timestamp ORDER BY timestamp) END
-FROM events WHERE person_id IS NOT NULL
+FROM events WHERE person_id IS NOT NULL AND event <> '$feature_flag_called'
 GROUP BY 1, 2, 3, 4;

@@ -25,6 +25,7 @@ import { eventFiltersSql, numericProperty } from '../../events/property-filters.
 import { entitySql, personJoinSql } from '../../events/person-merges.js';
 import { eventPartitionsBetween } from '../../ingestion/event-partitions.js';
 import { summaryFunnel } from './summary-funnel.js';
+import { FEATURE_FLAG_CALLED } from '../../ingestion/flag-usage.js';
 
 type Obj = JsonObject;
 
@@ -184,7 +185,8 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj, mater
       if (s.groupIndex === null && !s.merges && steps.every(probe)) {
         const window = { ordered, fw, from: stepsFrom, until };
         // Steps without property filters read ingestion's per-person event times (summary-funnel.ts).
-        const summary = steps.every((step) => !hasPropertyFilters((step as Obj).properties)) ? await summaryFunnel(tx, s.projectId, steps as Obj[], window) : null;
+        const summary = steps.every((step) => !hasPropertyFilters((step as Obj).properties) && (step as Obj).event !== FEATURE_FLAG_CALLED)
+          ? await summaryFunnel(tx, s.projectId, steps as Obj[], window) : null;
         return create((summary ?? await probedFunnel(tx, s, steps as Obj[], window)).select);
       }
       // Otherwise one pass per step over that step's events joined to the entities still in the
@@ -235,7 +237,8 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj, mater
 
 /**
  * The per-person funnel values by index probes (persons without merges, every step an event
- * name; used where summary-funnel.ts cannot answer: steps with property filters, windows before 2020): per exposed person and step, probes of `events_project_person_event_time` in each month
+ * name; used where summary-funnel.ts cannot answer: steps with property filters or on
+ * `$feature_flag_called`, windows before 2020): per exposed person and step, probes of `events_project_person_event_time` in each month
  * partition that can hold the step, chained in one statement so a person's steps are looked up
  * back to back (their entries share leaf pages) and nothing is written between steps.
  *

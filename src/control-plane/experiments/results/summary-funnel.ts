@@ -1,7 +1,7 @@
 /**
  * Per-person funnel values from ingestion's pre-aggregate `person_event_times` (migration 0017;
- * issue 12 item 2), for persons without merges and steps that are plain event names. Same rules
- * as metric-values.ts' funnel (research/experiments.md §3.3): the exposure is step 0; ordered,
+ * issue 12 item 2), for persons without merges and steps that are plain event names other than
+ * `$feature_flag_called` (which the pre-aggregate leaves out). Same rules as metric-values.ts' funnel (research/experiments.md §3.3): the exposure is step 0; ordered,
  * step i takes the earliest step-i event at/after step i − 1 (the last step only has to exist);
  * unordered, every step has to exist at/after the exposure; all within
  * [max(first exposure, from), min(first exposure + W, until)].
