@@ -107,7 +107,22 @@ test('mean, funnel, ratio and retention metrics equal a direct computation from 
   const expectSum = direct((_u, evs) => evs.filter((e) => e.event === 'purchase').reduce((s, e) => s + (e.properties.amount as number), 0));
   const sessions = await query(id, { kind: 'ExperimentMetric', metric_type: 'mean', source: { kind: 'EventsNode', event: 'purchase', math: 'unique_session' }, ...window });
   const expectSessions = direct((_u, evs) => new Set(evs.filter((e) => e.event === 'purchase').map((e) => e.properties.$session_id)).size);
-  for (const [r, expected] of [[count, expectCount], [sum, expectSum], [sessions, expectSessions]] as const) {
+  // Counts are read from ingestion's per-person event times; with a property filter every event
+  // passes, from the events themselves; dau is 1 for a user with any; without a window, every
+  // event from the first exposure on counts.
+  const filteredCount = await query(id, { kind: 'ExperimentMetric', metric_type: 'mean', source: { kind: 'EventsNode', event: 'purchase', properties: [{ key: 'amount', operator: 'is_set', type: 'event' }] }, ...window });
+  const dau = await query(id, { kind: 'ExperimentMetric', metric_type: 'mean', source: { kind: 'EventsNode', event: 'purchase', math: 'dau' }, ...window });
+  const expectDau = direct((_u, evs) => (evs.some((e) => e.event === 'purchase') ? 1 : 0));
+  const unbounded = await query(id, { kind: 'ExperimentMetric', metric_type: 'mean', source: { kind: 'EventsNode', event: 'purchase' } });
+  const expectUnbounded = new Map<string, { n: number; sum: number; sum_squares: number }>();
+  for (const u of users) {
+    const v = (byUser.get(u.d) ?? []).filter((e) => e.event === 'purchase' && Date.parse(e.timestamp) >= Math.min(...u.exposedAt)).length;
+    const a = expectUnbounded.get(u.variant) ?? { n: 0, sum: 0, sum_squares: 0 };
+    a.n++; a.sum += v; a.sum_squares += v * v;
+    expectUnbounded.set(u.variant, a);
+  }
+  for (const [r, expected] of [[count, expectCount], [filteredCount, expectCount], [dau, expectDau], [unbounded, expectUnbounded], [sum, expectSum], [sessions, expectSessions]] as const) {
+    assert.equal(r.status, 200, r.text);
     const arms = [r.body.baseline, ...r.body.variant_results];
     for (const arm of arms) {
       const e = expected.get(arm.key)!;
@@ -247,6 +262,19 @@ test('funnels whose events span several month partitions: ordered (3 steps) and 
   const unorderedReach = (u: typeof users[number]) => byUser.get(u.d)!.filter((ts) => ts.some((x) => x >= u.first && x <= u.first + W)).length;
   const plain = steps.map((event) => ({ kind: 'EventsNode', event }));
   const filtered = steps.map((event) => ({ kind: 'EventsNode', event, properties: [{ key: 'absent', operator: 'is_not_set', type: 'event' }] }));
+  // A count of the first step in each person's 30 days from the exposure (the heavy persons'
+  // months keep no times: counted from the events), from the per-person times and from the events.
+  const counts = users.map((u) => byUser.get(u.d)![0]!.filter((ts) => ts >= u.first && ts < u.first + W).length);
+  for (const source of [{ kind: 'EventsNode', event: 'm-a' }, filtered[0]]) {
+    const r = await query(id, { kind: 'ExperimentMetric', metric_type: 'mean', source, conversion_window: 30, conversion_window_unit: 'day' });
+    assert.equal(r.status, 200, r.text);
+    for (const arm of [r.body.baseline, ...r.body.variant_results]) {
+      const mine = counts.filter((_c, i) => users[i]!.variant === arm.key);
+      assert.equal(arm.number_of_samples, mine.length);
+      assert.equal(arm.sum, mine.reduce((a, b) => a + b, 0), `count ${JSON.stringify(source)} ${arm.key}`);
+      assert.equal(arm.sum_squares, mine.reduce((a, b) => a + b * b, 0));
+    }
+  }
   for (const [order, reach] of [['ordered', orderedReach], ['unordered', unorderedReach]] as const) {
     for (const [path, series] of [['per-person times', plain], ['probes', filtered]] as const) {
       const r = await query(id, { kind: 'ExperimentMetric', metric_type: 'funnel', funnel_order_type: order, series, conversion_window: 30, conversion_window_unit: 'day' });

@@ -25,7 +25,8 @@ import { eventFiltersSql, numericProperty } from '../../events/property-filters.
 import { entitySql, personJoinSql } from '../../events/person-merges.js';
 import { eventPartitionsBetween } from '../../ingestion/event-partitions.js';
 import { summaryFunnel } from './summary-funnel.js';
-import { FEATURE_FLAG_CALLED } from '../../ingestion/flag-usage.js';
+import { countedMath, summaryCount } from './summary-count.js';
+import { readableFromPersonTimes } from './person-times.js';
 
 type Obj = JsonObject;
 
@@ -119,10 +120,19 @@ function covariateValues(tx: Tx, s: ValueSpec, source: unknown, days: number) {
     GROUP BY x.entity`;
 }
 
+/**
+ * The bounds of a mean-like source's event scan: from the window's start or the earliest first
+ * exposure, up to the end (w = 0, inclusive) or the earlier of end + W and the latest exposure + W.
+ */
+function sourceBounds(s: ValueSpec, w: number): { from: Date; until: Date } {
+  const until = w > 0 ? earlier(new Date(s.end.getTime() + w * 1000), s.span.maxLast && new Date(s.span.maxLast.getTime() + w * 1000)) : s.end;
+  return { from: later(s.start, s.span.minFirst), until };
+}
+
 /** SELECT of one mean-like source's value per exposed entity (entities without events are absent). */
 function sourceValues(tx: Tx, s: ValueSpec, source: unknown, attr: string, w: number) {
-  const until = w > 0 ? earlier(new Date(s.end.getTime() + w * 1000), s.span.maxLast && new Date(s.span.maxLast.getTime() + w * 1000)) : s.end;
-  const events = sourceEvents(tx, s, source, attr, until, w === 0, later(s.start, s.span.minFirst));
+  const { from, until } = sourceBounds(s, w);
+  const events = sourceEvents(tx, s, source, attr, until, w === 0, from);
   return tx`SELECT x.entity, ${aggregate(tx, source as Obj, attr)} AS value
     FROM exp_exposed x JOIN (${events}) s ON s.entity = x.entity AND s.ts >= x.first_exposure
       ${w > 0 ? tx`AND s.ts < x.last_exposure + make_interval(secs => ${w})` : tx``}
@@ -164,6 +174,11 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj, mater
   switch (metric.metric_type) {
     case 'mean': {
       const days = s.cupedLookbackDays;
+      if (days === null && s.groupIndex === null && !s.merges && isJsonObject(metric.source) && readableFromPersonTimes(metric.source) && countedMath(metric.source)) {
+        // A count of one event: ingestion's per-person event times answer it (summary-count.ts).
+        const summary = await summaryCount(tx, s.projectId, metric.source, { ...sourceBounds(s, w), w });
+        if (summary) return create(summary.select);
+      }
       return create(tx`SELECT x.entity, x.variant, COALESCE(v.value, 0)::float8 AS value, 1::float8 AS denom, 0 AS step,
           ${days === null ? tx`0::float8` : tx`COALESCE(c.value, 0)::float8`} AS cov
         FROM exp_exposed x LEFT JOIN (${sourceValues(tx, s, metric.source, 'metric__source', w)}) v ON v.entity = x.entity
@@ -184,9 +199,8 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj, mater
       const probe = (source: unknown) => isJsonObject(source) && source.kind === 'EventsNode' && typeof source.event === 'string';
       if (s.groupIndex === null && !s.merges && steps.every(probe)) {
         const window = { ordered, fw, from: stepsFrom, until };
-        // Steps without property filters read ingestion's per-person event times (summary-funnel.ts).
-        const summary = steps.every((step) => !hasPropertyFilters((step as Obj).properties) && (step as Obj).event !== FEATURE_FLAG_CALLED)
-          ? await summaryFunnel(tx, s.projectId, steps as Obj[], window) : null;
+        // Plain event steps read ingestion's per-person event times (summary-funnel.ts; person-times.ts says which).
+        const summary = steps.every((step) => readableFromPersonTimes(step as Obj)) ? await summaryFunnel(tx, s.projectId, steps as Obj[], window) : null;
         return create((summary ?? await probedFunnel(tx, s, steps as Obj[], window)).select);
       }
       // Otherwise one pass per step over that step's events joined to the entities still in the
@@ -281,13 +295,6 @@ async function probedFunnel(tx: Tx, s: ValueSpec, steps: Obj[], o: { ordered: bo
     select: tx`SELECT entity, variant, (CASE WHEN reached = ${k} THEN 1 ELSE 0 END)::float8 AS value,
       1::float8 AS denom, reached AS step, 0::float8 AS cov FROM (SELECT f.entity, f.variant, ${reached} AS reached FROM (${rel} OFFSET 0) f) r`,
   };
-}
-
-/** Whether a source's `properties` filters anything (an empty list or group filters nothing). */
-function hasPropertyFilters(properties: unknown): boolean {
-  if (properties === undefined || properties === null) return false;
-  if (Array.isArray(properties)) return properties.length > 0;
-  return !(isJsonObject(properties) && Array.isArray(properties.values) && properties.values.length === 0);
 }
 
 /** Clamps `exp_values.value` to PostHog's winsorization bounds (pooled over every variant). */

@@ -7,53 +7,43 @@
  * [max(first exposure, from), min(first exposure + W, until)].
  *
  * How: for each step and each month of the window, a LEFT JOIN of the exposed persons with that
- * month's row of (project, step event, month, person). Both sides come in person order (the
- * pre-aggregate's key; the exposed persons sorted once), so every join is a merge join over an
- * index-only scan: about one index entry per person, step and month, instead of an index probe
+ * month's row of (project, step event, month, person) (person-times.ts). Both sides come in
+ * person order (the pre-aggregate's key; the exposed persons sorted once), so every join is a
+ * merge join over an index-only scan: about one index entry per person, step and month, instead of an index probe
  * of the events per person and step (measured: a 2-step funnel over 500,000 persons and two
  * months 1.6 s against 4.7 s for the probes, bench/experiments.ts).
  * A month's row answers "the earliest (latest) time in [a, b]" from its first and last time when
  * they settle it, else by a binary search of its sorted `times` (`width_bucket`); only a row
  * that keeps no times (more than 64 events that month) falls back to probing that month's events.
- * Steps are chained one query level per step (fenced with OFFSET 0, so the planner neither
- * inlines a step's expression into the next nor repeats a fallback probe).
+ * All joins are in one query level; above it, one level per step computes that step's time
+ * from the joined columns (fenced with OFFSET 0, so the planner neither inlines a step's
+ * expression into the next nor repeats a fallback probe).
  */
 import type { JsonObject } from '../../../json-shapes.js';
-import type { PendingQuery } from 'postgres';
 import type { Tx } from '../../db/connect.js';
-import { eventPartitionsBetween, monthOfPartition } from '../../ingestion/event-partitions.js';
-
-type Fragment = PendingQuery<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+import { type Fragment, joinPersonTimes, planMergeJoins, windowMonths } from './person-times.js';
 
 /** The window of a funnel: order, W in seconds, and the bounds every step event lies in. */
 export interface FunnelWindow { ordered: boolean; fw: number; from: Date; until: Date }
 
 /**
  * The SELECT `(entity, variant, value, denom, step, cov)` of the funnel over `exp_exposed`, or
- * null when the pre-aggregate cannot answer: the window reaches `events_old` (before 2020: one
- * partition of many months). `steps` are EventsNodes with an `event` and no property filter.
+ * null when the pre-aggregate cannot answer: the window reaches `events_old` (person-times.ts
+ * `windowMonths`). `steps` must pass person-times.ts `readableFromPersonTimes`.
  * Wrapped in an object: a SQL fragment is a thenable.
  */
 export async function summaryFunnel(tx: Tx, projectId: number, steps: readonly JsonObject[], o: FunnelWindow): Promise<{ select: Fragment } | null> {
-  const tables = await eventPartitionsBetween(tx, o.from, o.until);
-  const months = tables.map((table) => ({ table, month: monthOfPartition(table) }));
-  if (months.some((m) => m.month === null)) return null;
+  const months = await windowMonths(tx, o.from, o.until);
+  if (months === null) return null;
   const k = steps.length;
   const oneMicrosecond = tx`interval '1 microsecond'`;
   // One level joins every (step, month) row to the exposed persons, in person order; y.lo / y.hi
   // are the person's bounds (every step event lies in [lo, hi]).
-  let columns = tx``;
-  let joins = tx``;
-  steps.forEach((source, i) => months.forEach(({ month }, j) => {
-    const m = tx(`m${i}_${j}`);
-    columns = tx`${columns}, ${m}.person_id IS NOT NULL AS ${tx(`h${i}_${j}`)}, ${m}.first_ts AS ${tx(`f${i}_${j}`)}, ${m}.last_ts AS ${tx(`l${i}_${j}`)}, ${m}.times AS ${tx(`ts${i}_${j}`)}`;
-    joins = tx`${joins} LEFT JOIN person_event_times ${m} ON ${m}.project_id = ${projectId} AND ${m}.event = ${source.event as string}
-      AND ${m}.month = ${month!}::timestamptz AND ${m}.person_id = x.entity`;
-  }));
+  const joined = joinPersonTimes(tx, projectId, steps.map((step) => step.event as string), months);
   let rel = tx`SELECT x.entity, x.variant,
       GREATEST(x.first_exposure, ${o.from}::timestamptz) AS lo,
-      LEAST(x.first_exposure + make_interval(secs => ${o.fw}), ${o.until}::timestamptz) AS hi ${columns}
-    FROM exp_exposed x ${joins}`;
+      LEAST(x.first_exposure + make_interval(secs => ${o.fw}), ${o.until}::timestamptz) AS hi ${joined.columns}
+    FROM exp_exposed x ${joined.joins}`;
   // Then one level per step computes its time from the columns (each level fenced: OFFSET 0).
   let reached = tx`0`;
   for (let step = 1; step <= k; step++) {
@@ -62,7 +52,7 @@ export async function summaryFunnel(tx: Tx, projectId: number, steps: readonly J
     const latest = !o.ordered || step === k; // only has to exist: the latest in bounds is as good as any
     const a = o.ordered && step > 1 ? tx`y.${tx(`t${step - 1}`)}` : tx`y.lo`;
     const perMonth = months.map(({ table }, j) => {
-      const [has, first, last, times] = ['h', 'f', 'l', 'ts'].map((c) => tx`y.${tx(`${c}${i}_${j}`)}`) as [Fragment, Fragment, Fragment, Fragment];
+      const [has, first, last, times] = [joined.col('h', i, j), joined.col('f', i, j), joined.col('l', i, j), joined.col('ts', i, j)];
       const below = tx`width_bucket(${a} - ${oneMicrosecond}, ${times})`; // kept times < a
       const upTo = tx`width_bucket(y.hi, ${times})`; // kept times <= hi
       const probe = tx`(SELECT e.timestamp FROM ${tx(table)} e
@@ -79,11 +69,7 @@ export async function summaryFunnel(tx: Tx, projectId: number, steps: readonly J
     const hit = tx`f.${tx(`t${step}`)} IS NOT NULL`;
     reached = o.ordered ? tx`CASE WHEN ${hit} THEN ${step} ELSE ${reached} END` : tx`${reached} + (CASE WHEN ${hit} THEN 1 ELSE 0 END)`;
   }
-  // The planner's estimates favour hash joins (and, at 4 MB, sorts on disk); the merge joins over
-  // the pre-aggregate's key order are what makes this fast, so they are set for this transaction
-  // (the analysis' own; its remaining statement is the aggregate over these values).
-  await tx`SET LOCAL enable_hashjoin = off`;
-  await tx`SET LOCAL work_mem = '64MB'`;
+  await planMergeJoins(tx);
   return {
     select: tx`SELECT entity, variant, (CASE WHEN reached = ${k} THEN 1 ELSE 0 END)::float8 AS value,
       1::float8 AS denom, reached AS step, 0::float8 AS cov FROM (SELECT f.entity, f.variant, ${reached} AS reached FROM (${rel} OFFSET 0) f) r`,
