@@ -10,8 +10,8 @@
  * id) in the experiment's first day; the remaining events split 30 % `purchase` (with an `amount`)
  * and 70 % `pageview`, at random persons and times within the window. The experiment is created
  * through the management API with a start and end date around the data. The events indexes are
- * rebuilt after the load, ingestion's exposure pre-aggregate is filled as ingestion fills it, and
- * VACUUM ANALYZE stands in for autovacuum.
+ * rebuilt after the load, ingestion's pre-aggregates (exposures, per-person event times) are
+ * filled as ingestion fills them, and VACUUM ANALYZE stands in for autovacuum.
  *
  * Measured, each twice (the second run is warm): the same-run baseline — a plain `count(*)` over the
  * project's events — and `POST /query/` for a mean metric (purchase count, 7-day window) and an
@@ -42,6 +42,11 @@
  * partition's funnel statement from 5.1–5.5 s to 4.2–4.4 s on the same database; exposures read
  * index-only (migration 0016) 0.86 → 0.45–0.55 s. Fresh runs the same hour: count(*) 1.1–1.3 s,
  * mean 2.9–4.7 s, funnel 5.6–7.4 s; each probe costs ~4 µs of Postgres CPU here.
+ * 2026-11-26 (session 26, same machine): funnels and counting means read ingestion's per-person
+ * event times (`person_event_times`, migration 0017; merge joins over its key instead of index
+ * probes of the events). Fresh loads, warm: count(*) 1.13–1.15 s, mean 3.39–3.76 s, funnel
+ * 3.06–3.88 s (2.7–3.4×); on one kept database the funnel went 5.97 → 2.95 s (the funnel
+ * statement of one partition 4.7–4.95 s → 1.5–1.9 s).
  * Knobs (env): BENCH_USERS (1,000,000), BENCH_EVENTS (20,000,000), DATABASE_URL, BENCH_KEEP_DB=1 (keep the
  * database for EXPLAIN sessions; its URL is printed — only with DATABASE_URL: the throw-away
  * embedded cluster goes with the run), BENCH_REUSE_DB=<that URL> (measure again on a kept

@@ -1,17 +1,18 @@
 /**
  * Per-person funnel values from ingestion's pre-aggregate `person_event_times` (migration 0017;
- * issue 12 item 2), for persons without merges and steps that are plain event names other than
- * `$feature_flag_called` (which the pre-aggregate leaves out). Same rules as metric-values.ts' funnel (research/experiments.md §3.3): the exposure is step 0; ordered,
- * step i takes the earliest step-i event at/after step i − 1 (the last step only has to exist);
- * unordered, every step has to exist at/after the exposure; all within
+ * issue 12 item 2), for persons without merges and steps that person-times.ts
+ * `readableFromPersonTimes` accepts (a named event other than `$feature_flag_called`, no property
+ * filter). Same rules as metric-values.ts' funnel (research/experiments.md §3.3): the exposure is
+ * step 0; ordered, step i takes the earliest step-i event at/after step i − 1 (the last step only
+ * has to exist); unordered, every step has to exist at/after the exposure; all within
  * [max(first exposure, from), min(first exposure + W, until)].
  *
  * How: for each step and each month of the window, a LEFT JOIN of the exposed persons with that
  * month's row of (project, step event, month, person) (person-times.ts). Both sides come in
  * person order (the pre-aggregate's key; the exposed persons sorted once), so every join is a
- * merge join over an index-only scan: about one index entry per person, step and month, instead of an index probe
- * of the events per person and step (measured: a 2-step funnel over 500,000 persons and two
- * months 1.6 s against 4.7 s for the probes, bench/experiments.ts).
+ * merge join over an index-only scan: about one index entry per person, step and month, instead
+ * of an index probe of the events per person and step (bench/experiments.ts: a 2-step funnel
+ * over 500,000 persons and two months, 1.5–2.0 s against 4.7 s for the probes).
  * A month's row answers "the earliest (latest) time in [a, b]" from its first and last time when
  * they settle it, else by a binary search of its sorted `times` (`width_bucket`); only a row
  * that keeps no times (more than 64 events that month) falls back to probing that month's events.
