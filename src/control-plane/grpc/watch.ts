@@ -46,7 +46,7 @@ import { hasClusterToken, unauthenticated } from './auth.js';
 import type { ChangeFeed } from './change-feed.js';
 import { decodeCursor, estimateSnapshotRows, streamSnapshotPages, CHUNK_MAX_ENTITIES } from './snapshot.js';
 import type { SnapshotCursor } from '../change-log/snapshot-source.js';
-import { currentRevision } from '../change-log/store.js';
+import { currentRevision, readChangesAfter } from '../change-log/store.js';
 import { tailMessage } from './encode.js';
 import { Semaphore, sleep } from './semaphore.js';
 
@@ -238,11 +238,13 @@ export function createWatchHandler(deps: { sql: Sql; feed: ChangeFeed; log: Logg
         if (opts.afterSnapshotEvent) await opts.afterSnapshotEvent(sent);
       }, { chunkMaxEntities: opts.chunkMaxEntities });
       // Replay: every change after R0 up to the head as it is now (the pages may show any state
-      // up to it), so the staged state is exactly the state at the last revision sent.
+      // up to it), so the staged state is exactly the state at the last revision sent. The feed
+      // may not have read up to that head yet (its NOTIFY still on the way): Postgres then.
       const target = await currentRevision(sql);
       let cursor = start.revision;
       while (cursor < target && !done) {
-        const rows: ChangeRow[] = await feed.read(cursor, TAIL_PAGE_SIZE);
+        const fed: ChangeRow[] = await feed.read(cursor, TAIL_PAGE_SIZE);
+        const rows = fed.length > 0 ? fed : await readChangesAfter(sql, cursor, TAIL_PAGE_SIZE);
         if (rows.length === 0) break;
         cursor = await sendRows(rows, cursor);
       }
