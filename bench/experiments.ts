@@ -44,8 +44,8 @@
  * mean 2.9–4.7 s, funnel 5.6–7.4 s; each probe costs ~4 µs of Postgres CPU here.
  * 2026-11-26 (session 26, same machine): funnels and counting means read ingestion's per-person
  * event times (`person_event_times`, migration 0017; merge joins over its key instead of index
- * probes of the events). Fresh loads, warm: count(*) 1.13–1.15 s, mean 3.39–3.76 s, funnel
- * 3.06–3.88 s (2.7–3.4×); on one kept database the funnel went 5.97 → 2.95 s (the funnel
+ * probes of the events). Three fresh loads, warm: count(*) 1.10–1.15 s, mean 2.95–3.39 s (3.76 s
+ * before it read the times), funnel 3.06–3.88 s (2.7–3.4×); on one kept database the funnel went 5.97 → 2.95 s (the funnel
  * statement of one partition 4.7–4.95 s → 1.5–1.9 s).
  * Knobs (env): BENCH_USERS (1,000,000), BENCH_EVENTS (20,000,000), DATABASE_URL, BENCH_KEEP_DB=1 (keep the
  * database for EXPLAIN sessions; its URL is printed — only with DATABASE_URL: the throw-away

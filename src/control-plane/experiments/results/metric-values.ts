@@ -17,6 +17,12 @@
  *   first (or last) such event; retained (1) when a later completion event falls between
  *   start + window_start and start + window_end units (day or hour, truncated in the project's
  *   time zone).
+ *
+ * Where the rows come from: persons without merges, a funnel of plain event steps and a mean
+ * that counts one plain event (total or dau, no CUPED) read ingestion's per-person event times
+ * (summary-funnel.ts, summary-count.ts; person-times.ts says which sources qualify); other
+ * person funnels probe the events index per person and step ({@link probedFunnel}); the rest
+ * scan the events.
  */
 import { type JsonObject, isJsonObject } from '../../../json-shapes.js';
 import type { Tx } from '../../db/connect.js';
@@ -252,9 +258,10 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj, mater
 /**
  * The per-person funnel values by index probes (persons without merges, every step an event
  * name; used where summary-funnel.ts cannot answer: steps with property filters or on
- * `$feature_flag_called`, windows before 2020): per exposed person and step, probes of `events_project_person_event_time` in each month
- * partition that can hold the step, chained in one statement so a person's steps are looked up
- * back to back (their entries share leaf pages) and nothing is written between steps.
+ * `$feature_flag_called`, windows before 2020): per exposed person and step, probes of
+ * `events_project_person_event_time` in each month partition that can hold the step, chained
+ * in one statement so a person's steps are looked up back to back (their entries share leaf
+ * pages) and nothing is written between steps.
  *
  * - A step whose time the next step needs (ordered, not the last) takes the earliest event
  *   at/after the previous step: the months are probed oldest first and the first hit wins.

@@ -38,7 +38,7 @@ export function readableFromPersonTimes(source: Record<string, unknown>): boolea
 }
 
 /** Whether a source's `properties` filters anything (an empty list or group filters nothing). */
-export function hasPropertyFilters(properties: unknown): boolean {
+function hasPropertyFilters(properties: unknown): boolean {
   if (properties === undefined || properties === null) return false;
   if (Array.isArray(properties)) return properties.length > 0;
   const p = properties as { values?: unknown };
