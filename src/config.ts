@@ -130,6 +130,13 @@ export interface Config {
    * (ingestion/event-partitions.ts).
    */
   readonly eventsRetentionDays: number | null;
+  /**
+   * Longest one statement of an experiment analysis may run, in ms (SWITCHYARD_QUERY_TIMEOUT_MS,
+   * default 120,000; 0 = no limit). Past it the query answers 504, as PostHog's query endpoint
+   * does when its datastore's time limit is hit, and Postgres stops the work (it would otherwise
+   * go on after the client gave up).
+   */
+  readonly queryTimeoutMs: number;
   /** pino level. */
   readonly logLevel: string;
 }
@@ -221,6 +228,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxPublicBodyBytes: int(env, 'SWITCHYARD_MAX_PUBLIC_BODY_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxOutboxBytes: int(env, 'SWITCHYARD_MAX_OUTBOX_BYTES', 1024 * 1024 * 1024, 1024 * 1024, Number.MAX_SAFE_INTEGER),
     eventsRetentionDays: str(env, 'SWITCHYARD_EVENTS_RETENTION_DAYS') === null ? null : int(env, 'SWITCHYARD_EVENTS_RETENTION_DAYS', 0, 1, 36_500),
+    queryTimeoutMs: int(env, 'SWITCHYARD_QUERY_TIMEOUT_MS', 120_000, 0, 86_400_000),
     logLevel,
   };
   return Object.freeze(cfg);

@@ -141,6 +141,10 @@ export const errors = {
   unavailable(code: string, detail: string): ApiError {
     return new ApiError(503, 'server_error', code, detail);
   },
+  /** 504: a query ran past its time limit (PostHog's DatastoreQueryTimeOut: 504, code `error`). */
+  queryTimeout(): ApiError {
+    return new ApiError(504, 'server_error', 'error', 'Query has hit the max execution time before completing. Try a shorter date range or a simpler metric.');
+  },
   /** 500 with a generic message; the cause is logged, never sent. */
   internal(): ApiError {
     return new ApiError(500, 'server_error', 'error', 'A server error occurred.');

@@ -29,7 +29,7 @@ export function queryRoutes(deps: Deps): Route[] {
       const body = ctx.body;
       if (!isJsonObject(body)) throw errors.validation('Invalid data. Expected a dictionary.', null);
       if (body.query === undefined) throw errors.required('query');
-      return { status: 200, body: await runQuery(deps.sql, ctx.project, body.query) };
+      return { status: 200, body: await runQuery(deps.sql, ctx.project, body.query, { timeoutMs: deps.config.queryTimeoutMs }) };
     },
   }];
 }

@@ -20,14 +20,16 @@ export function innerQuery(query: JsonObject): JsonObject {
 }
 
 /**
- * Runs one query for `project`. @returns the kind's response (ExperimentQueryResponse,
- * TrendsQueryResponse). @throws ApiError 400 for an unknown kind or an invalid query.
+ * Runs one query for `project`; `timeoutMs` bounds each statement of an experiment analysis
+ * (0 or absent: none). @returns the kind's response (ExperimentQueryResponse,
+ * TrendsQueryResponse). @throws ApiError 400 for an unknown kind or an invalid query, 504 past
+ * the time limit.
  */
-export async function runQuery(sql: Sql, project: QueryProject, query: unknown): Promise<JsonObject> {
+export async function runQuery(sql: Sql, project: QueryProject, query: unknown, opts: { timeoutMs?: number } = {}): Promise<JsonObject> {
   if (!isJsonObject(query)) throw errors.validation('query must be an object with a "kind".', 'query');
   const inner = innerQuery(query);
   switch (inner.kind) {
-    case 'ExperimentQuery': return runExperimentQuery(sql, project.id, inner) as Promise<JsonObject>;
+    case 'ExperimentQuery': return runExperimentQuery(sql, project.id, inner, { timeoutMs: opts.timeoutMs }) as Promise<JsonObject>;
     case 'TrendsQuery': return runTrendsQuery(sql, project, inner);
     default: throw errors.validation(`Query kind ${JSON.stringify(inner.kind ?? null)} is not supported: use one of ${QUERY_KINDS.join(', ')}.`, 'query');
   }

@@ -48,11 +48,17 @@ interface VariantAggregate {
 export interface RunOptions {
   /** Compute as of this instant (timeseries); default: the end date, else now. */
   asOf?: Date;
+  /** Longest one statement of the analysis may run, in ms (Postgres statement_timeout); 0 or absent: no limit. */
+  timeoutMs?: number;
 }
+
+/** Postgres' SQLSTATE for a statement cancelled by statement_timeout (or a cancel request). */
+const QUERY_CANCELED = '57014';
 
 /**
  * Runs `query` (`{kind: "ExperimentQuery", experiment_id, metric}`) for the project.
- * @throws ApiError 400 for a bad query, a draft experiment or a metric that cannot be computed; 404 for an unknown experiment.
+ * @throws ApiError 400 for a bad query, a draft experiment or a metric that cannot be computed; 404 for an unknown experiment;
+ *   504 when a statement runs past `opts.timeoutMs`.
  */
 export async function runExperimentQuery(sql: Sql, projectId: number, query: unknown, opts: RunOptions = {}): Promise<Obj> {
   if (!isJsonObject(query)) throw errors.validation('query must be an object.', 'query');
@@ -91,7 +97,9 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
   // on its own backend, so both cores); sums, counts and step counts add up across partitions.
   // Winsorization needs percentiles over every entity, so it runs as one partition.
   const partitions = winsorized ? 1 : ANALYSIS_PARTITIONS;
+  const timeout = opts.timeoutMs ?? 0;
   const parts = await Promise.all(Array.from({ length: partitions }, (_, index) => sql.begin(async (tx) => {
+    if (timeout > 0) await tx`SELECT set_config('statement_timeout', ${String(timeout)}, true)`;
     const merges = await hasMerges(tx, projectId);
     await materializeExposures(tx, {
       projectId, flagKey: flag.key, variants, start: experiment.start_date!, end, groupIndex, merges,
@@ -115,7 +123,9 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
     const rows: Row[] = grouped.map(({ step: _step, ...r }) => r);
     const steps: Step[] = metric.metric_type === 'funnel' ? grouped.map((r) => ({ variant: r.variant, step: r.step, n: r.n })) : [];
     return { rows, steps };
-  }) as Promise<{ rows: Row[]; steps: Step[] }>));
+  }) as Promise<{ rows: Row[]; steps: Step[] }>)).catch((err: unknown) => {
+    throw (err as { code?: unknown } | null)?.code === QUERY_CANCELED ? errors.queryTimeout() : err;
+  });
   const merged = new Map<string, Row>();
   for (const r of parts.flatMap((p) => p.rows)) {
     const m = merged.get(r.variant);
