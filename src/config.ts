@@ -131,8 +131,8 @@ export interface Config {
    */
   readonly eventsRetentionDays: number | null;
   /**
-   * Longest one statement of an experiment analysis may run, in ms (SWITCHYARD_QUERY_TIMEOUT_MS,
-   * default 120,000; 0 = no limit). Past it the query answers 504, as PostHog's query endpoint
+   * Longest one statement of a query (`POST /query/`: experiment analyses, trends) may run, in ms
+   * (SWITCHYARD_QUERY_TIMEOUT_MS, default 120,000; 0 = no limit). Past it the query answers 504, as PostHog's query endpoint
    * does when its datastore's time limit is hit, and Postgres stops the work (it would otherwise
    * go on after the client gave up).
    */

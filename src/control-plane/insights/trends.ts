@@ -25,7 +25,10 @@
  */
 import { type JsonObject, isJsonObject } from '../../json-shapes.js';
 import type { PendingQuery } from 'postgres';
-import type { Sql } from '../db/connect.js';
+import type { Sql, Tx } from '../db/connect.js';
+
+/** A connection or a transaction (a TrendsQuery runs in a transaction under a time limit). */
+type Handle = Sql | Tx;
 import { errors } from '../../errors.js';
 import { eventFiltersSql, numericProperty } from '../events/property-filters.js';
 import { entitySql, hasMerges, personJoinSql } from '../events/person-merges.js';
@@ -52,7 +55,7 @@ const MATHS = new Set(['total', 'dau', 'unique_session', 'sum', 'avg', 'min', 'm
 export interface QueryProject { id: number; timezone: string }
 
 /** SQL of the local bucket start of `e.timestamp` (week from Sunday, PostHog's default week start). */
-function bucketSql(sql: Sql, interval: Interval, tz: string) {
+function bucketSql(sql: Handle, interval: Interval, tz: string) {
   const local = sql`(e.timestamp AT TIME ZONE ${tz})`;
   return interval === 'week'
     ? sql`(date_trunc('week', ${local} + interval '1 day') - interval '1 day')`
@@ -60,7 +63,7 @@ function bucketSql(sql: Sql, interval: Interval, tz: string) {
 }
 
 /** SQL of one series' aggregate over its events (alias `e`; `person` = the event's person after merges). */
-function mathSql(sql: Sql, series: Obj, attr: string, person: PendingQuery<any>) { // eslint-disable-line @typescript-eslint/no-explicit-any
+function mathSql(sql: Handle, series: Obj, attr: string, person: PendingQuery<any>) { // eslint-disable-line @typescript-eslint/no-explicit-any
   const math = String(series.math ?? 'total');
   const prop = typeof series.math_property === 'string' ? series.math_property : null;
   switch (math) {
@@ -120,7 +123,7 @@ function checkQuery(query: Obj): { series: Obj[]; interval: Interval; display: s
  * Runs a TrendsQuery for `project` at `now`. @returns PostHog's TrendsQueryResponse shape.
  * @throws ApiError 400 for an invalid or unsupported query.
  */
-export async function runTrendsQuery(sql: Sql, project: QueryProject, query: Obj, now: Date = new Date()): Promise<Obj> {
+export async function runTrendsQuery(sql: Handle, project: QueryProject, query: Obj, now: Date = new Date()): Promise<Obj> {
   const { series, interval, display, breakdown, limit } = checkQuery(query);
   const tz = project.timezone || 'UTC';
   const range = isJsonObject(query.dateRange) ? query.dateRange : {};

@@ -10,6 +10,7 @@ import type { Sql } from '../db/connect.js';
 import { errors } from '../../errors.js';
 import { runExperimentQuery } from '../experiments/results/query-runner.js';
 import { runTrendsQuery, type QueryProject } from '../insights/trends.js';
+import { asQueryTimeout, limitStatements } from './time-limit.js';
 
 /** Query kinds {@link runQuery} answers. */
 export const QUERY_KINDS: readonly string[] = ['ExperimentQuery', 'TrendsQuery', 'InsightVizNode'];
@@ -20,8 +21,8 @@ export function innerQuery(query: JsonObject): JsonObject {
 }
 
 /**
- * Runs one query for `project`; `timeoutMs` bounds each statement of an experiment analysis
- * (0 or absent: none). @returns the kind's response (ExperimentQueryResponse,
+ * Runs one query for `project`; `timeoutMs` bounds each of its statements (time-limit.ts; 0 or
+ * absent: none). @returns the kind's response (ExperimentQueryResponse,
  * TrendsQueryResponse). @throws ApiError 400 for an unknown kind or an invalid query, 504 past
  * the time limit.
  */
@@ -30,7 +31,14 @@ export async function runQuery(sql: Sql, project: QueryProject, query: unknown, 
   const inner = innerQuery(query);
   switch (inner.kind) {
     case 'ExperimentQuery': return runExperimentQuery(sql, project.id, inner, { timeoutMs: opts.timeoutMs }) as Promise<JsonObject>;
-    case 'TrendsQuery': return runTrendsQuery(sql, project, inner);
+    case 'TrendsQuery': {
+      const ms = opts.timeoutMs ?? 0;
+      if (ms <= 0) return runTrendsQuery(sql, project, inner);
+      return sql.begin(async (tx) => {
+        await limitStatements(tx, ms);
+        return runTrendsQuery(tx, project, inner);
+      }).then((r) => r as JsonObject, (err: unknown) => { throw asQueryTimeout(err); });
+    }
     default: throw errors.validation(`Query kind ${JSON.stringify(inner.kind ?? null)} is not supported: use one of ${QUERY_KINDS.join(', ')}.`, 'query');
   }
 }

@@ -23,6 +23,7 @@ import { validateMetric } from '../metrics.js';
 import { materializeExposures } from './exposures.js';
 import { hasMerges } from '../../events/person-merges.js';
 import { exposureSpan, materializeValues, winsorize } from './metric-values.js';
+import { asQueryTimeout, limitStatements } from '../../query/time-limit.js';
 
 type Obj = JsonObject;
 
@@ -51,9 +52,6 @@ export interface RunOptions {
   /** Longest one statement of the analysis may run, in ms (Postgres statement_timeout); 0 or absent: no limit. */
   timeoutMs?: number;
 }
-
-/** Postgres' SQLSTATE for a statement cancelled by statement_timeout (or a cancel request). */
-const QUERY_CANCELED = '57014';
 
 /**
  * Runs `query` (`{kind: "ExperimentQuery", experiment_id, metric}`) for the project.
@@ -99,7 +97,7 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
   const partitions = winsorized ? 1 : ANALYSIS_PARTITIONS;
   const timeout = opts.timeoutMs ?? 0;
   const parts = await Promise.all(Array.from({ length: partitions }, (_, index) => sql.begin(async (tx) => {
-    if (timeout > 0) await tx`SELECT set_config('statement_timeout', ${String(timeout)}, true)`;
+    await limitStatements(tx, timeout);
     const merges = await hasMerges(tx, projectId);
     await materializeExposures(tx, {
       projectId, flagKey: flag.key, variants, start: experiment.start_date!, end, groupIndex, merges,
@@ -123,9 +121,7 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
     const rows: Row[] = grouped.map(({ step: _step, ...r }) => r);
     const steps: Step[] = metric.metric_type === 'funnel' ? grouped.map((r) => ({ variant: r.variant, step: r.step, n: r.n })) : [];
     return { rows, steps };
-  }) as Promise<{ rows: Row[]; steps: Step[] }>)).catch((err: unknown) => {
-    throw (err as { code?: unknown } | null)?.code === QUERY_CANCELED ? errors.queryTimeout() : err;
-  });
+  }) as Promise<{ rows: Row[]; steps: Step[] }>)).catch((err: unknown) => { throw asQueryTimeout(err); });
   const merged = new Map<string, Row>();
   for (const r of parts.flatMap((p) => p.rows)) {
     const m = merged.get(r.variant);
