@@ -36,7 +36,7 @@ function flag(ctx: RequestContext, name: string): boolean | null {
 
 /** Routes of dashboards and insights. */
 export function dashboardRoutes(deps: Deps): Route[] {
-  const service = new DashboardService(deps.sql, deps.log);
+  const service = new DashboardService(deps.sql, deps.log, deps.config.queryTimeoutMs);
   const refuseDelete = async (): Promise<Reply> => { throw errors.deleteForbidden(); };
   const routes: Route[] = [];
   const resource = (collection: 'dashboards' | 'insights', noun: string, scopeObject: string, body: JsonSchema, query: JsonSchema,

@@ -108,15 +108,15 @@ const insightAudit = (r: InsightRow): Obj => ({
   dashboards: r.tiles.filter((t) => !t.deleted).map((t) => t.dashboard_id),
 });
 
-/** Dashboard and insight operations of one project. */
+/** Dashboard and insight operations of one project; insight queries run under `queryTimeoutMs` (query/time-limit.ts; 0: none). */
 export class DashboardService {
-  constructor(private readonly sql: Sql, private readonly log: Logger) {}
+  constructor(private readonly sql: Sql, private readonly log: Logger, private readonly queryTimeoutMs = 0) {}
 
-  /** Computes an insight's results; a query that cannot run gives null (logged), never an error. */
+  /** Computes an insight's results; a query that cannot run (or runs past the time limit) gives null (logged), never an error. */
   async results(project: ProjectRef, r: InsightRow): Promise<InsightResult> {
     if (!r.query) return { result: null, lastRefresh: null, timezone: null, range: null };
     try {
-      const res = await runQuery(this.sql, project, r.query);
+      const res = await runQuery(this.sql, project, r.query, { timeoutMs: this.queryTimeoutMs });
       return { result: res.results ?? res, lastRefresh: new Date(), timezone: project.timezone, range: (res.resolved_date_range as Obj | undefined) ?? null };
     } catch (e) {
       if (!(e instanceof ApiError)) throw e;
