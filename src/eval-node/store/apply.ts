@@ -35,6 +35,7 @@
  */
 import type { Database } from 'lmdb';
 import { keyPart } from './key-part.js';
+import { personIndexFields } from '../../grpc/person-index-fields.js';
 
 /** Kinds whose changes invalidate a project's compiled definitions. */
 export const DEFINITION_KINDS: ReadonlySet<string> = new Set(['feature_flag', 'cohort', 'group_type_mapping']);
@@ -131,6 +132,7 @@ export function entityKey(gen: number, kind: string, entityId: string): GenKey {
 export function applyChange(dbs: StoreDbs, gen: number, change: StoreChange, revision: number, touched: Set<number | null>): void {
   const { kind, entityId } = change;
   const key = entityKey(gen, kind, entityId);
+  if (kind === 'person') { applyPerson(dbs, gen, change, key); return; }
   const remove = change.op === 'delete' || isDeletedPayload(kind, change.payload);
 
   unindex(dbs, gen, kind, entityId, dbs.entities.get(key));
@@ -141,6 +143,46 @@ export function applyChange(dbs: StoreDbs, gen: number, change: StoreChange, rev
   }
 
   track(dbs, gen, change, key, DEFINITION_KINDS.has(kind) ? dbs.owner.get(key) : undefined, remove, revision, touched, putSync);
+}
+
+/** The same distinct ids in the same order (the control plane sorts them: change-log/entities.ts). */
+function sameIds(a: readonly unknown[], b: readonly unknown[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/**
+ * A person change (capture-owned: touches nothing, no per-project bookkeeping). The previous
+ * state's index fields are read from its stored bytes without decoding its properties
+ * (grpc/person-index-fields.ts). When an upsert keeps the person's project and distinct ids,
+ * the index entries are only checked, and written where they do not point at this person (a
+ * merge earlier in the batch may have moved one): the same end state as removing and adding
+ * them, at a read per id instead of a read, a delete and a write.
+ */
+function applyPerson(dbs: StoreDbs, gen: number, change: StoreChange, key: GenKey): void {
+  const { entityId } = change;
+  const stored = dbs.entities.getBinaryFast(key);
+  const old = stored === undefined ? undefined : personIndexFields(stored) ?? dbs.entities.get(key);
+  if (change.op === 'delete') {
+    unindex(dbs, gen, 'person', entityId, old);
+    dbs.entities.removeSync(key);
+    return;
+  }
+  dbs.entities.putSync(key, change.raw ?? change.payload);
+  const next = change.payload as { project_id?: unknown; distinct_ids?: unknown } | null;
+  const prev = old as { project_id?: unknown; distinct_ids?: unknown } | undefined;
+  if (next && prev && typeof next.project_id === 'number' && next.project_id === prev.project_id
+    && Array.isArray(next.distinct_ids) && Array.isArray(prev.distinct_ids) && sameIds(next.distinct_ids, prev.distinct_ids)) {
+    for (const d of next.distinct_ids) {
+      if (typeof d !== 'string') continue;
+      const k = [gen, next.project_id, keyPart(d)];
+      if (dbs.byDistinctId.get(k) !== entityId) dbs.byDistinctId.putSync(k, entityId);
+    }
+    return;
+  }
+  unindex(dbs, gen, 'person', entityId, old);
+  index(dbs, gen, 'person', entityId, change.payload, putSync);
 }
 
 /**

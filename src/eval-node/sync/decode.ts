@@ -5,20 +5,24 @@
  */
 import { decodePayload, UNENCODABLE_PAYLOAD } from '../../grpc/payload.js';
 import { unpackEnvelope } from '../../grpc/snapshot-envelope.js';
+import { personIndexFields } from '../../grpc/person-index-fields.js';
 import { parseRevision, type ChangeMessage, type SnapshotChunkMessage, type WatchEvent } from '../../grpc/messages.js';
 import type { StoreChange } from '../store/lmdb.js';
 
 /**
- * Watch event → store change (the payload bytes kept to be stored as they are). A person of a
- * snapshot chunk that carries its distinct ids is not decoded at all: its index entries need
- * only those and its project, and its bytes are stored as they arrived (the control plane
- * encoded them within the depth bound; only its too-deep marker is refused here).
+ * Watch event → store change (the payload bytes kept to be stored as they are). A person upsert
+ * is not decoded whole: its index entries need only its project and distinct ids, which a
+ * snapshot chunk carries beside the payload and a tail change has read from the payload's first
+ * fields (grpc/person-index-fields.ts); its bytes are stored as they arrived (the control plane
+ * encoded them within the depth bound; only its too-deep marker is refused here). A person whose
+ * fields cannot be read that way is decoded whole, as every other entity.
  * @throws RevisionError on a malformed revision, PayloadError on a payload that does not decode.
  */
 export function toStoreChange(c: ChunkChangeMessage): StoreChange {
   const projectId = parseRevision(c.project_id);
-  if (c.distinct_ids !== undefined && c.kind === 'person' && !UNENCODABLE_PAYLOAD.equals(c.payload)) {
-    return { kind: c.kind, entityId: c.entity_id, projectId, op: 'upsert', payload: { project_id: projectId, distinct_ids: c.distinct_ids }, raw: c.payload };
+  if (c.kind === 'person' && c.op !== 'DELETE' && !UNENCODABLE_PAYLOAD.equals(c.payload)) {
+    const fields = c.distinct_ids !== undefined ? { project_id: projectId, distinct_ids: c.distinct_ids } : personIndexFields(c.payload);
+    if (fields) return { kind: c.kind, entityId: c.entity_id, projectId, op: 'upsert', payload: fields, raw: c.payload };
   }
   const del = c.op === 'DELETE';
   return {

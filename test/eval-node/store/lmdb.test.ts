@@ -144,6 +144,24 @@ tail.push(
     touched: [],
   },
   {
+    name: 'an update that keeps the distinct ids keeps every one resolving, with the new properties',
+    changes: [person('pa', ['a1', 'a2'], { plan: 'free' }), person('pa', ['a1', 'a2'], { plan: 'pro' })],
+    check: (s) => { assert.equal(s.personByDistinctId(1, 'a1')?.properties.plan, 'pro'); assert.equal(s.personByDistinctId(1, 'a2')?.id, 'pa'); },
+    touched: [],
+  },
+  {
+    name: 'a person updated with the ids it had takes back an id another person claimed earlier in the batch',
+    changes: [person('pa', ['a1', 'x']), person('pb', ['b1', 'x']), person('pa', ['a1', 'x'], { v: 2 })],
+    check: (s) => { assert.equal(s.personByDistinctId(1, 'x')?.id, 'pa'); assert.equal(s.personByDistinctId(1, 'b1')?.id, 'pb'); },
+    touched: [],
+  },
+  {
+    name: 'a person whose distinct ids change and who moves project is indexed under the new ones only',
+    changes: [person('pa', ['a1', 'a2']), up('person', 'pa', 2, { id: 'pa', project_id: 2, distinct_ids: ['a1'], properties: {} })],
+    check: (s) => { assert.equal(s.personByDistinctId(1, 'a1'), undefined); assert.equal(s.personByDistinctId(1, 'a2'), undefined); assert.equal(s.personByDistinctId(2, 'a1')?.id, 'pa'); },
+    touched: [],
+  },
+  {
     name: 'groups by type index and key',
     changes: [up('group', '1:0:acme', 1, { project_id: 1, group_type_index: 0, group_key: 'acme', properties: { size: 5 } })],
     check: (s) => { assert.deepEqual(s.group(1, 0, 'acme')?.properties, { size: 5 }); assert.equal(s.group(1, 1, 'acme'), undefined); },
