@@ -3,7 +3,7 @@
 NODE ?= node
 TEST_ARGS ?=
 
-.PHONY: all install build browser wrk start test bench bench-eval bench-regex bench-capture bench-propagation bench-experiments bench-blast-radius bench-scale clean
+.PHONY: all install build browser wrk start test bench bench-eval bench-regex bench-apply bench-capture bench-propagation bench-experiments bench-blast-radius bench-scale clean
 
 all: build
 
@@ -45,6 +45,9 @@ bench-eval: build
 
 bench-regex: build
 	$(NODE) dist/bench/regex.js
+
+bench-apply: build
+	$(NODE) dist/bench/apply.js
 
 # `make bench` drives the IO-thread runs with Debian's wrk (a C load generator: less of the shared
 # cores than autocannon); without it they fall back to autocannon.
