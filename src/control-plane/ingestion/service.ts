@@ -6,8 +6,8 @@
  *   1. normalise — malformed events are counted `invalid` and skipped (types.ts);
  *   2. lock      — per-project ingestion locks, ascending (locks.ts);
  *   3. dedupe    — drop uuids seen earlier in the batch or already stored with the same timestamp
- *                  (what a redelivered event carries; the events key, migration 0015): a duplicate has no
- *                  further effect, so redelivery (at-least-once from the node) is harmless;
+ *                  (what a redelivered event carries; the events key, migration 0015; dedupe.ts): a
+ *                  duplicate has no further effect, so redelivery (at-least-once from the node) is harmless;
  *   4. persons   — per event, in batch order, on an in-memory copy loaded in one query and
  *                  written back in bulk (persons.ts), giving each event its person uuid;
  *   5. groups    — `$groupidentify` and `$groups` type mappings (groups.ts);
@@ -31,6 +31,7 @@ import { deadLetterOf, writeDeadLetters, type DeadLetter } from './dead-letter.j
 import { eventProblem } from './event-bounds.js';
 import { ensureEventPartitions } from './event-partitions.js';
 import { ChangeSet } from './changes.js';
+import { storedEvents } from './dedupe.js';
 import { recordEventDefinitions } from './definitions.js';
 import { insertFoldingTimes } from './person-event-times.js';
 import { recordExposures } from './exposures.js';
@@ -163,11 +164,7 @@ async function ingestValid(tx: Tx, validIn: IngestEvent[], recordsIn: HashKeyOve
     invalid += before - valid.length - records.length;
     if (valid.length === 0 && records.length === 0) return { inserted: 0, duplicates: 0, invalid };
     await lockProjects(tx, known);
-    const existing = valid.length === 0 ? [] : await tx<{ project_id: number; uuid: string }[]>`
-      SELECT e.project_id, e.uuid FROM events e
-      JOIN json_to_recordset(${JSON.stringify(valid.map((e) => ({ p: e.projectId, u: e.uuid, t: e.timestamp.toISOString() })))}::text::json) AS v(p bigint, u uuid, t timestamptz)
-        ON e.project_id = v.p AND e.uuid = v.u AND e.timestamp = v.t`;
-    const seen = new Set(existing.map((r) => `${r.project_id}:${r.uuid}`));
+    const seen = valid.length === 0 ? new Set<string>() : await storedEvents(tx, valid);
     const fresh: IngestEvent[] = [];
     for (const ev of valid) {
       const k = `${ev.projectId}:${ev.uuid}`;

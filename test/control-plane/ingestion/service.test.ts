@@ -69,6 +69,20 @@ test('the same uuid in another project is a different event', async () => {
   assert.equal(r.inserted, 2);
 });
 
+test('the same uuid with another timestamp, in a later batch, is another event (the events key); each is deduplicated on redelivery, across months', async () => {
+  const a = { ...ev('x', 'u-times'), timestamp: '2026-10-31T23:59:59.999Z' };
+  const b = { ...a, timestamp: '2026-11-01T00:00:00.000Z' };
+  const c = { ...a, timestamp: '2026-11-02T10:00:00.000Z' };
+  assert.equal((await ingestEvents(db.sql, [a])).inserted, 1);
+  assert.equal((await ingestEvents(db.sql, [b])).inserted, 1, 'b, a month later, is new');
+  assert.equal((await ingestEvents(db.sql, [c])).inserted, 1, 'c, the same month as b, is new');
+  for (const e of [a, b, c]) assert.deepEqual(await ingestEvents(db.sql, [e]), { inserted: 0, duplicates: 1, invalid: 0 });
+  const again = await ingestEvents(db.sql, [c, b, a]);
+  assert.deepEqual([again.inserted, again.duplicates], [0, 3]);
+  const [{ n }] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM events WHERE uuid = ${a.uuid}`;
+  assert.equal(n, 3);
+});
+
 test('malformed events and unknown projects are counted invalid and skipped', async () => {
   const cases = [
     { ...ev('x', 'u'), uuid: 'not-a-uuid' },
