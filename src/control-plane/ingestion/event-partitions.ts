@@ -113,17 +113,22 @@ export async function retentionCutoff(sql: Sql, retentionDays: number | null, no
   return new Date(cutoff);
 }
 
-/** The end (ms since the epoch) of the month an `events` or `person_event_times` partition covers, or null for another name. */
-function partitionEnd(name: string): number | null {
+/**
+ * The span an `events` or `person_event_times` partition covers, in ms since the epoch: a
+ * month's [`start`, `end`), or for `…_old` everything before {@link PARTITIONED_FROM} (`start`
+ * null: many months). Null for another name.
+ */
+function partitionSpan(name: string): { start: number | null; end: number } | null {
   const m = /^(?:events|person_event_times)_(?:y(\d{4})m(\d{2})|(old))$/.exec(name);
   if (!m) return null;
-  return m[3] ? PARTITIONED_FROM : Date.UTC(Number(m[1]), Number(m[2]), 1);
+  if (m[3]) return { start: null, end: PARTITIONED_FROM };
+  return { start: Date.UTC(Number(m[1]), Number(m[2]) - 1, 1), end: Date.UTC(Number(m[1]), Number(m[2]), 1) };
 }
 
 /** The first instant of the month a partition `events_yYYYYmMM` covers; null for `events_old` (many months) or another name. */
 export function monthOfPartition(name: string): Date | null {
-  const m = /^events_y(\d{4})m(\d{2})$/.exec(name);
-  return m ? new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, 1)) : null;
+  const start = partitionSpan(name)?.start;
+  return start === undefined || start === null ? null : new Date(start);
 }
 
 /**
@@ -138,8 +143,8 @@ export async function dropExpiredEventPartitions(sql: Sql, retentionDays: number
   const dropped: string[] = [];
   for (const parent of ['events', 'person_event_times'] as const) {
     for (const { name } of await ATTACHED_TO(sql, parent)) {
-      const end = partitionEnd(name);
-      if (end === null || end > cutoff.getTime()) continue;
+      const end = partitionSpan(name)?.end;
+      if (end === undefined || end > cutoff.getTime()) continue;
       // DETACH … CONCURRENTLY (not allowed inside a transaction) waits for readers instead of
       // blocking them. A batch that needs the month meanwhile fails once and is retried; its retry
       // attaches a new partition (ensureEventPartitions).
