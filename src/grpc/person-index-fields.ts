@@ -8,12 +8,12 @@
  * {@link msgpackScan}.
  */
 import { msgpackScan } from './msgpack-depth.js';
-import { unpackTrusted } from './payload.js';
+import { MAX_PAYLOAD_DEPTH, unpackTrusted } from './payload.js';
 
 /** The fields a node indexes a person by. */
 export interface PersonIndexFields { project_id: number; distinct_ids: string[] }
 
-/** Deepest value decoded here: `distinct_ids` is an array of strings (depth 1). */
+/** Deepest value decoded here: `distinct_ids` is an array of strings (depth 1), `project_id` a number (0). */
 const FIELD_DEPTH = 1;
 
 /** Byte length and offset of the key string at `pos` (fixstr, str8, str16, str32), or null when the key is not a string. */
@@ -52,13 +52,14 @@ export function personIndexFields(bytes: Uint8Array): PersonIndexFields | null {
     for (let i = 0; i < entries && (projectId === undefined || distinctIds === undefined); i++) {
       const key = keyAt(bytes, pos);
       const keyEnd = msgpackScan(bytes, pos, 0).end;
-      const valueEnd = msgpackScan(bytes, keyEnd, 64).end;
+      if (keyEnd < 0) return null; // a container as a key
+      const isProject = key !== null && keyIs(bytes, key, 'project_id');
+      const isIds = !isProject && key !== null && keyIs(bytes, key, 'distinct_ids');
+      // Our fields are shallow; any other value is only skipped (deeper than the payload bound: give up).
+      const valueEnd = msgpackScan(bytes, keyEnd, isProject || isIds ? FIELD_DEPTH : MAX_PAYLOAD_DEPTH).end;
       if (valueEnd < 0) return null;
-      if (key && keyIs(bytes, key, 'project_id')) projectId = unpackTrusted(bytes.subarray(keyEnd, valueEnd));
-      else if (key && keyIs(bytes, key, 'distinct_ids')) {
-        if (msgpackScan(bytes, keyEnd, FIELD_DEPTH).end < 0) return null;
-        distinctIds = unpackTrusted(bytes.subarray(keyEnd, valueEnd));
-      }
+      if (isProject) projectId = unpackTrusted(bytes.subarray(keyEnd, valueEnd));
+      else if (isIds) distinctIds = unpackTrusted(bytes.subarray(keyEnd, valueEnd));
       pos = valueEnd;
     }
     if (typeof projectId !== 'number' || !Array.isArray(distinctIds) || !distinctIds.every((d) => typeof d === 'string')) return null;
