@@ -8,7 +8,8 @@
  * {@link msgpackScan}.
  */
 import { msgpackScan } from './msgpack-depth.js';
-import { MAX_PAYLOAD_DEPTH, unpackTrusted } from './payload.js';
+import { unpackTrusted } from './payload.js';
+import { MAX_PAYLOAD_DEPTH } from '../limits.js';
 
 /** The fields a node indexes a person by. */
 export interface PersonIndexFields { project_id: number; distinct_ids: string[] }
