@@ -19,6 +19,19 @@ type Fragment = PendingQuery<any>; // eslint-disable-line @typescript-eslint/no-
 const NUMERIC = { gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
 
 /**
+ * Whether `filters` filter nothing: what {@link eventFiltersSql} turns into `TRUE` without
+ * reading a property (absent, an empty list, anything that is neither a list nor a group, or a
+ * group whose members all filter nothing). Readers that do not keep event properties (the
+ * per-person event times) may stand in for the events only then.
+ */
+export function filtersNothing(filters: unknown): boolean {
+  if (isJsonObject(filters) && Array.isArray(filters.values) && (filters.type === 'AND' || filters.type === 'OR')) {
+    return filters.values.every((v) => isJsonObject(v) && 'values' in v && filtersNothing(v));
+  }
+  return !Array.isArray(filters) || filters.length === 0;
+}
+
+/**
  * `filters` as one SQL fragment (`TRUE` when empty): a list of filters ANDed, or a PostHog
  * property group `{type: "AND"|"OR", values: [filter | group, ...]}` (nested as deep as given).
  * @throws ApiError 400 attr `attr`.

@@ -12,6 +12,7 @@ import type { PendingQuery } from 'postgres';
 import type { Tx } from '../../db/connect.js';
 import { eventPartitionsBetween, monthOfPartition } from '../../ingestion/event-partitions.js';
 import { FEATURE_FLAG_CALLED } from '../../ingestion/flag-usage.js';
+import { filtersNothing } from '../../events/property-filters.js';
 
 /** A SQL fragment to interpolate. */
 export type Fragment = PendingQuery<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -34,15 +35,7 @@ export interface PersonTimes {
  * (not `$feature_flag_called`, which it leaves out) and no property filter.
  */
 export function readableFromPersonTimes(source: Record<string, unknown>): boolean {
-  return source.kind === 'EventsNode' && typeof source.event === 'string' && source.event !== FEATURE_FLAG_CALLED && !hasPropertyFilters(source.properties);
-}
-
-/** Whether a source's `properties` filters anything (an empty list or group filters nothing). */
-function hasPropertyFilters(properties: unknown): boolean {
-  if (properties === undefined || properties === null) return false;
-  if (Array.isArray(properties)) return properties.length > 0;
-  const p = properties as { values?: unknown };
-  return !(typeof p === 'object' && Array.isArray(p.values) && p.values.length === 0);
+  return source.kind === 'EventsNode' && typeof source.event === 'string' && source.event !== FEATURE_FLAG_CALLED && filtersNothing(source.properties);
 }
 
 /**
