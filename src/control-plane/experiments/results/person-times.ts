@@ -4,9 +4,9 @@
  * (event, month) in person order, and the plan settings that keep those joins merge joins.
  * Used by summary-funnel.ts and summary-count.ts (issue 12 item 2).
  *
- * Each joined row gives, for one person, event and month: whether it exists (`h`), the first and
- * last time (`f`, `l`), the count (`n`) and the sorted times (`ts`, NULL past 64 events). Column
- * names are `<letter><source index>_<month index>`, read back with {@link PersonTimes.col}.
+ * Each joined row gives, for one person, event and month: the first and last time (`f`, `l`;
+ * NULL when the person has no row), the count (`n`) and the sorted times (`ts`, NULL past 64
+ * events). Column names are `<letter><source index>_<month index>`, read back with {@link PersonTimes.col}.
  */
 import type { PendingQuery } from 'postgres';
 import type { Tx } from '../../db/connect.js';
@@ -26,8 +26,8 @@ export interface PersonTimes {
   columns: Fragment;
   /** The LEFT JOINs to append after `FROM exp_exposed x`. */
   joins: Fragment;
-  /** Column `letter` (h, f, l, n, ts) of source `i`, month `j`, read from the alias `y`. */
-  col(letter: 'h' | 'f' | 'l' | 'n' | 'ts', i: number, j: number): Fragment;
+  /** Column `letter` (f, l, n, ts) of source `i`, month `j`, read from the alias `y`; `f` is NULL when the person has no row. */
+  col(letter: 'f' | 'l' | 'n' | 'ts', i: number, j: number): Fragment;
 }
 
 /**
@@ -54,12 +54,26 @@ export function joinPersonTimes(tx: Tx, projectId: number, events: readonly stri
   let joins = tx``;
   events.forEach((event, i) => months.forEach(({ month }, j) => {
     const m = tx(`m${i}_${j}`);
-    columns = tx`${columns}, ${m}.person_id IS NOT NULL AS ${tx(`h${i}_${j}`)}, ${m}.first_ts AS ${tx(`f${i}_${j}`)},
-      ${m}.last_ts AS ${tx(`l${i}_${j}`)}, ${m}.n AS ${tx(`n${i}_${j}`)}, ${m}.times AS ${tx(`ts${i}_${j}`)}`;
+    columns = tx`${columns}, ${m}.first_ts AS ${tx(`f${i}_${j}`)}, ${m}.last_ts AS ${tx(`l${i}_${j}`)}, ${m}.n AS ${tx(`n${i}_${j}`)}, ${m}.times AS ${tx(`ts${i}_${j}`)}`;
     joins = tx`${joins} LEFT JOIN person_event_times ${m} ON ${m}.project_id = ${projectId} AND ${m}.event = ${event}
       AND ${m}.month = ${month}::timestamptz AND ${m}.person_id = x.entity`;
   }));
   return { columns, joins, col: (letter, i, j) => tx`y.${tx(`${letter}${i}_${j}`)}` };
+}
+
+/** `at` minus one microsecond (timestamps are µs): an exclusive bound as an inclusive one. */
+export function microsecondBefore(tx: Tx, at: Fragment): Fragment {
+  return tx`(${at} - interval '1 microsecond')`;
+}
+
+/** How many of the sorted `times` are before `at` (a binary search: `width_bucket`). */
+export function timesBefore(tx: Tx, at: Fragment, times: Fragment): Fragment {
+  return tx`width_bucket(${microsecondBefore(tx, at)}, ${times})`;
+}
+
+/** How many of the sorted `times` are at or before `at` (a binary search: `width_bucket`). */
+export function timesUpTo(tx: Tx, at: Fragment, times: Fragment): Fragment {
+  return tx`width_bucket(${at}, ${times})`;
 }
 
 /**

@@ -15,7 +15,7 @@
  */
 import type { JsonObject } from '../../../json-shapes.js';
 import type { Tx } from '../../db/connect.js';
-import { type Fragment, joinPersonTimes, planMergeJoins, windowMonths } from './person-times.js';
+import { type Fragment, joinPersonTimes, microsecondBefore, planMergeJoins, timesBefore, timesUpTo, windowMonths } from './person-times.js';
 
 /** The bounds of a counted source: from `from`, up to `until` (inclusive when `w` = 0), and before the last exposure + `w` seconds when `w` > 0. */
 export interface CountWindow { from: Date; until: Date; w: number }
@@ -34,17 +34,16 @@ export async function summaryCount(tx: Tx, projectId: number, source: JsonObject
   const months = await windowMonths(tx, o.from, o.until);
   if (months === null) return null;
   const event = source.event as string;
-  const oneMicrosecond = tx`interval '1 microsecond'`;
   const joined = joinPersonTimes(tx, projectId, [event], months);
   // [lo, hi], both inclusive (an exclusive end is the microsecond before it: timestamps are µs).
   const hi = o.w > 0
-    ? tx`LEAST(x.last_exposure + make_interval(secs => ${o.w}), ${o.until}::timestamptz) - ${oneMicrosecond}`
+    ? microsecondBefore(tx, tx`LEAST(x.last_exposure + make_interval(secs => ${o.w}), ${o.until}::timestamptz)`)
     : tx`${o.until}::timestamptz`;
   const perMonth = months.map(({ table }, j) => {
-    const [has, first, last, n, times] = [joined.col('h', 0, j), joined.col('f', 0, j), joined.col('l', 0, j), joined.col('n', 0, j), joined.col('ts', 0, j)];
-    return tx`CASE WHEN NOT ${has} OR ${last} < y.lo OR ${first} > y.hi THEN 0
+    const [first, last, n, times] = [joined.col('f', 0, j), joined.col('l', 0, j), joined.col('n', 0, j), joined.col('ts', 0, j)];
+    return tx`CASE WHEN ${first} IS NULL OR ${last} < y.lo OR ${first} > y.hi THEN 0
       WHEN ${first} >= y.lo AND ${last} <= y.hi THEN ${n}
-      WHEN ${times} IS NOT NULL THEN width_bucket(y.hi, ${times}) - width_bucket(y.lo - ${oneMicrosecond}, ${times})
+      WHEN ${times} IS NOT NULL THEN ${timesUpTo(tx, tx`y.hi`, times)} - ${timesBefore(tx, tx`y.lo`, times)}
       ELSE (SELECT count(*) FROM ${tx(table)} e WHERE e.project_id = ${projectId} AND e.person_id = y.entity AND e.event = ${event}
         AND e.timestamp >= y.lo AND e.timestamp <= y.hi)::int END`;
   });

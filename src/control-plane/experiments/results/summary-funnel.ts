@@ -22,7 +22,7 @@
  */
 import type { JsonObject } from '../../../json-shapes.js';
 import type { Tx } from '../../db/connect.js';
-import { type Fragment, joinPersonTimes, planMergeJoins, windowMonths } from './person-times.js';
+import { type Fragment, joinPersonTimes, planMergeJoins, timesBefore, timesUpTo, windowMonths } from './person-times.js';
 
 /** The window of a funnel: order, W in seconds, and the bounds every step event lies in. */
 export interface FunnelWindow { ordered: boolean; fw: number; from: Date; until: Date }
@@ -37,7 +37,6 @@ export async function summaryFunnel(tx: Tx, projectId: number, steps: readonly J
   const months = await windowMonths(tx, o.from, o.until);
   if (months === null) return null;
   const k = steps.length;
-  const oneMicrosecond = tx`interval '1 microsecond'`;
   // One level joins every (step, month) row to the exposed persons, in person order; y.lo / y.hi
   // are the person's bounds (every step event lies in [lo, hi]).
   const joined = joinPersonTimes(tx, projectId, steps.map((step) => step.event as string), months);
@@ -53,13 +52,13 @@ export async function summaryFunnel(tx: Tx, projectId: number, steps: readonly J
     const latest = !o.ordered || step === k; // only has to exist: the latest in bounds is as good as any
     const a = o.ordered && step > 1 ? tx`y.${tx(`t${step - 1}`)}` : tx`y.lo`;
     const perMonth = months.map(({ table }, j) => {
-      const [has, first, last, times] = [joined.col('h', i, j), joined.col('f', i, j), joined.col('l', i, j), joined.col('ts', i, j)];
-      const below = tx`width_bucket(${a} - ${oneMicrosecond}, ${times})`; // kept times < a
-      const upTo = tx`width_bucket(y.hi, ${times})`; // kept times <= hi
+      const [first, last, times] = [joined.col('f', i, j), joined.col('l', i, j), joined.col('ts', i, j)];
+      const below = timesBefore(tx, a, times);
+      const upTo = timesUpTo(tx, tx`y.hi`, times);
       const probe = tx`(SELECT e.timestamp FROM ${tx(table)} e
         WHERE e.project_id = ${projectId} AND e.person_id = y.entity AND e.event = ${event} AND e.timestamp >= ${a} AND e.timestamp <= y.hi
         ORDER BY e.timestamp ${latest ? tx`DESC` : tx`ASC`} LIMIT 1)`;
-      return tx`CASE WHEN ${a} IS NULL OR NOT ${has} OR ${first} > y.hi OR ${last} < ${a} THEN NULL
+      return tx`CASE WHEN ${a} IS NULL OR ${first} IS NULL OR ${first} > y.hi OR ${last} < ${a} THEN NULL
         ${latest ? tx`WHEN ${last} <= y.hi THEN ${last}` : tx`WHEN ${first} >= ${a} THEN ${first}`}
         WHEN ${times} IS NOT NULL THEN (CASE WHEN ${upTo} > ${below} THEN ${times}[${latest ? upTo : tx`${below} + 1`}] END)
         ELSE ${probe} END`;
