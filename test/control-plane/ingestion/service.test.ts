@@ -442,3 +442,29 @@ test('hash-key override records: unmarked, malformed or of unknown projects are 
   await ingestEvents(db.sql, [overrideRecord(user, anon, ['exp-a'])]);
   assert.deepEqual(await overridesOf(anon), { 'exp-a': anon });
 });
+
+test('a property update rewrites the person in place on its page (persons keep room for HOT updates, migration 0018)', async () => {
+  // A database of its own: no dead rows from other tests that pruning could make room from.
+  const own = await createTestDatabase();
+  try {
+    const [org] = await own.sql<{ id: number }[]>`INSERT INTO organizations (name) VALUES ('o') RETURNING id`;
+    const [p] = await own.sql<{ id: number }[]>`INSERT INTO projects (organization_id, name, api_token) VALUES (${org!.id}, 'p', 'phc_hot_test') RETURNING id`;
+    const at = (d: string, properties: Record<string, unknown>) => ({ ...ev('$pageview', d, properties), project_id: p!.id });
+    // 300 new persons in one batch: every page but the last is filled as far as the table allows.
+    const ids = Array.from({ length: 300 }, (_, i) => `hot-${i}`);
+    await ingestEvents(own.sql, ids.map((d) => at(d, { $set: { email: `${d}@example.com`, plan: 'free' } })));
+    const row = async (d: string) => {
+      const [r] = await own.sql<{ page: string; properties: Record<string, unknown> }[]>`SELECT (p.ctid::text::point)[0]::int::text AS page, p.properties
+        FROM person_distinct_ids d JOIN persons p ON p.id = d.person_id WHERE d.distinct_id = ${d}`;
+      return r!;
+    };
+    const before = (await row(ids[0]!)).page;
+    assert.notEqual(before, (await row(ids[ids.length - 1]!)).page, 'the batch spans several pages, so the first one is filled');
+    await ingestEvents(own.sql, [at(ids[0]!, { $set: { plan: 'pro' } })]);
+    const after = await row(ids[0]!);
+    assert.deepEqual(after.properties, { email: 'hot-0@example.com', plan: 'pro' });
+    assert.equal(after.page, before, 'the new version stays on the same page (a HOT update: no index entry written)');
+  } finally {
+    await own.drop();
+  }
+});
