@@ -13,6 +13,8 @@ import { freePort } from '../test/support/ports.js';
 export interface BenchDatabase {
   /** URL of the fresh database. */
   url: string;
+  /** PID of the embedded server's postmaster (its backends are its children); null on DATABASE_URL's server. */
+  postmasterPid(): number | null;
   drop(): Promise<void>;
 }
 
@@ -34,6 +36,11 @@ export async function startBenchDatabase(dir: string, prefix: string): Promise<B
   dbUrl.pathname = `/${dbName}`;
   return {
     url: dbUrl.toString(),
+    postmasterPid() {
+      if (!cluster) return null;
+      const pid = Number(fs.readFileSync(path.join(dir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+      return Number.isInteger(pid) && pid > 0 ? pid : null;
+    },
     async drop() {
       const a = connect(adminUrl!, { max: 1 });
       await a.unsafe(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});

@@ -62,7 +62,8 @@ import { startControlPlane } from '../src/control-plane/index.js';
 import { newPersonalApiKey } from '../src/control-plane/keys/tokens.js';
 import { freePort } from '../test/support/ports.js';
 import { startBenchDatabase } from './database.js';
-import { processCpuUs } from './proc.js';
+import { processCpuUs, processTreeCpuUs } from './proc.js';
+import { lmdbPutFloor, postgresWriteFloor } from './person-floor.js';
 import { uuidv7 } from '../src/eval-node/capture/events.js';
 import { seedFlag } from '../test/support/seed.js';
 import { CONNECTIONS, DURATION_S, load } from './load.js';
@@ -136,6 +137,11 @@ async function main(): Promise<void> {
     await until('the node is ready', async () => (await revisionOf(node.url)) >= 0);
 
     process.stderr.write(`loading ${PERSONS.toLocaleString()} persons through /batch/…\n`);
+    // CPU of each part over the load: this process (the senders and the control plane, its
+    // snapshot image included), the node, and the embedded Postgres server (null on DATABASE_URL).
+    const postmaster = db.postmasterPid();
+    const postgresCpuUs = () => (postmaster === null ? Number.NaN : processTreeCpuUs(postmaster));
+    const cpu0 = { own: process.cpuUsage(), node: processCpuUs(node.child.pid!), postgres: postgresCpuUs() };
     const t0 = performance.now();
     let next = 0;
     let refused = 0;
@@ -168,6 +174,8 @@ async function main(): Promise<void> {
     const [head] = await cp.sql<{ r: number }[]>`SELECT max(revision)::bigint AS r FROM change_log`;
     await until('the node at the head revision', async () => (await revisionOf(node.url)) >= Number(head!.r));
     const endToEndS = seconds(t0);
+    const ownCpu = process.cpuUsage(cpu0.own);
+    const loadCpu = { own: (ownCpu.user + ownCpu.system) / PERSONS, node: (processCpuUs(node.child.pid!) - cpu0.node) / PERSONS, postgres: (postgresCpuUs() - cpu0.postgres) / PERSONS };
     // Steady state after the load: the node hands back the memory the load left ~1 s after its
     // writes go quiet (memory/release.ts), then runs its settling GCs SETTLE_AFTER_MS apart. The
     // node is left alone meanwhile (V8 shrinks a young generation only once the thread's
@@ -258,6 +266,15 @@ async function main(): Promise<void> {
       const r = await load(`${node.url}/flags?v=2`, DURATION_S, undefined, bodies);
       flagsRuns.push({ flags: n, rps: r.rps, p99: r.p99, non2xx: r.non2xx + r.errors, bytes: sampleBody.length });
     }
+    // The floor (bench/person-floor.ts): the least CPU a person change can cost here.
+    const floorN = Math.min(PERSONS, 100_000);
+    const pgFloor = postmaster === null ? null : await postgresWriteFloor(cp.sql, projectId, floorN, postgresCpuUs);
+    const putFloor = await lmdbPutFloor(dir, floorN);
+    const cores = os.availableParallelism();
+    const puts = snapshotImage ? 2 : 1; // the node's, and the control plane's image's
+    const loadTotal = loadCpu.own + loadCpu.node + loadCpu.postgres;
+    const floorTotal = (pgFloor?.total ?? Number.NaN) + puts * putFloor;
+    const floorRate = (cores * 1e6) / floorTotal;
     const out = [
       `${PERSONS.toLocaleString()} persons as $identify events through /batch/ (${PER_REQUEST} a request, ${SENDERS} senders); Node ${process.version}, ${os.availableParallelism()} vCPU`,
       '',
@@ -266,6 +283,10 @@ async function main(): Promise<void> {
       `| accepted (200) | ${Math.round(PERSONS / acceptS).toLocaleString()} events/s (${acceptS.toFixed(1)} s; ${refused} refusals retried) |`,
       `| ingested: persons in Postgres | ${Math.round(PERSONS / ingestedS).toLocaleString()} persons/s (${ingestedS.toFixed(1)} s) |`,
       `| end to end: persons on the node | ${Math.round(PERSONS / endToEndS).toLocaleString()} persons/s (${endToEndS.toFixed(1)} s) |`,
+      `| CPU per person over the load | senders and control plane ${loadCpu.own.toFixed(0)} µs, Postgres ${loadCpu.postgres.toFixed(0)} µs, node ${loadCpu.node.toFixed(0)} µs = ${loadTotal.toFixed(0)} µs; ${cores} cores ${((100 * loadTotal * PERSONS) / (endToEndS * 1e6 * cores)).toFixed(0)} % busy |`,
+      `| floor: Postgres COPY of a person's rows (${floorN.toLocaleString()}, rolled back) | ${pgFloor ? `${pgFloor.total.toFixed(1)} µs (${pgFloor.tables.map((t) => `${t.table} ${t.us.toFixed(1)}`).join(', ')})` : 'n/a (DATABASE_URL)'} |`,
+      `| floor: bare LMDB put of a person | ${putFloor.toFixed(1)} µs, ×${puts} (the node${snapshotImage ? ' and the snapshot image' : ''}) |`,
+      `| floor total → most persons/s these ${cores} cores allow | ${floorTotal.toFixed(0)} µs → ${Number.isFinite(floorRate) ? Math.round(floorRate).toLocaleString() : 'n/a'} persons/s before capture, gRPC, decoding and person decisions (target 30,000; end to end here ${Math.round(PERSONS / endToEndS).toLocaleString()}) |`,
       `| fresh node ready (${bootstrapPath}) | ${bootstrapS.toFixed(1)} s = ${Math.round(PERSONS / bootstrapS).toLocaleString()} persons/s; CPU meanwhile: node ${nodeCpuS.toFixed(1)} s, control plane ${cpCpuS.toFixed(1)} s |`,
       `| node RSS after the load: total / anon / file | ${loaded.rss.toFixed(0)} / ${loaded.anon.toFixed(0)} / ${loaded.file.toFixed(0)} MB |`,
       `| same node restarted | ${restarted.rss.toFixed(0)} / ${restarted.anon.toFixed(0)} / ${restarted.file.toFixed(0)} MB (after/restarted ${(loaded.rss / restarted.rss).toFixed(2)}×; target ≤ 1.3×) |`,
