@@ -10,6 +10,9 @@
  *   of the same node (issue 17 item 3: within 1.3×), its LMDB file and map size;
  * - how long a fresh node takes to become ready from a (paged) snapshot, with the CPU of the node
  *   and of the control plane meanwhile;
+ * - the CPU per person of each part over the load (this process: senders and control plane;
+ *   Postgres; the node), and the floor of a person change on this machine (bench/person-floor.ts:
+ *   a rolled-back COPY of its rows plus bare LMDB puts) with the persons/s that floor allows;
  * - LMDB and Postgres bytes per person;
  * - `/flags?v=2` req/s and p99 for stored random persons (no properties in the request: the node
  *   reads them from LMDB) with 50 and then 1,000 flags over their properties (autocannon,
@@ -47,6 +50,12 @@
  * through the Watch snapshot; 1.8–1.9 s at 200,000. Keeping the
  * image costs the control plane one more node's apply: ingestion 3,940–4,520 persons/s in seven
  * runs against 5,285 without it the same day.
+ * 2026-11-26, session 27: the CPU of each part over the load and the floor of a person change
+ * (bench/person-floor.ts) are printed too. At 200,000 (two runs): senders + control plane 107–114
+ * µs, Postgres 124–127, node 54–56 = 284–297 CPU-µs per person, the two cores 74 % busy; floor:
+ * Postgres COPY of the rows 63–67 µs + two bare LMDB puts of 10 µs = 83–88 µs, so at most
+ * 22,800–24,100 persons/s on these two cores before capture, gRPC and any decision (issue 17's
+ * target is 30,000). End to end 4,970–5,190 persons/s; RSS after/restarted 1.36× and 1.52×.
  * Knobs (env): BENCH_PERSONS, BENCH_SNAPSHOT_IMAGE=0 (no image: the fresh node takes the Watch
  * snapshot), BENCH_MEMORY_METRICS=1, BENCH_HEAP_SNAPSHOT=1, BENCH_NODE_LOG_LEVEL (nodes' logs to
  * stderr), BENCH_FRESH_NODE_ARGS, BENCH_TIMEOUT_S, and bench/load.ts's.
