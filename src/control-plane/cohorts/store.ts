@@ -2,10 +2,8 @@
  * SQL of the cohorts resource: rows in, {@link CohortRow} out. Every function takes the handle
  * to run on (the pool for reads, the write's transaction for writes).
  */
-import type { Sql, Tx } from '../db/connect.js';
+import type { Handle, Tx } from '../db/connect.js';
 import type { CohortRow } from './types.js';
-
-type Handle = Sql | Tx;
 
 /** Columns of a cohort row, its creator and the live experiments using it as exposure cohort. */
 function selectRows(h: Handle) {

@@ -3,11 +3,9 @@
  * read with their creators, and the writes every caller shares (insert an insight and its tile).
  */
 import crypto from 'node:crypto';
-import type { Sql, Tx } from '../db/connect.js';
+import type { Handle, Tx } from '../db/connect.js';
 import type { UserRow } from '../users/serialize.js';
 import type { JsonObject } from '../../json-shapes.js';
-
-type Handle = Sql | Tx;
 
 /** A dashboards row with its creator. */
 export interface DashboardRow {

@@ -1,6 +1,7 @@
 /**
- * Postgres connections through the `postgres` package. One pool per process; `Sql` is the
- * handle every store takes, and `sql.begin` gives a transaction handle of the same type.
+ * Postgres connections through the `postgres` package. One pool per process (`Sql`); `sql.begin`
+ * gives a transaction handle (`Tx`), which TypeScript does not accept where an `Sql` is asked for:
+ * a function that runs statements inside or outside a transaction takes a {@link Handle}.
  */
 import postgres from 'postgres';
 
@@ -8,6 +9,8 @@ import postgres from 'postgres';
 export type Sql = postgres.Sql<Record<string, never>>;
 /** A transaction handle (inside `sql.begin`). */
 export type Tx = postgres.TransactionSql<Record<string, never>>;
+/** Either: what a function takes that runs statements inside or outside a transaction. */
+export type Handle = Sql | Tx;
 
 /**
  * Opens a pool to `url`. bigint columns are returned as JS numbers when safe (ids, revisions

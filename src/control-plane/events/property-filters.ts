@@ -8,11 +8,10 @@
  */
 import { type JsonObject, isJsonObject } from '../../json-shapes.js';
 import type { PendingQuery } from 'postgres';
-import type { Sql, Tx } from '../db/connect.js';
+import type { Handle } from '../db/connect.js';
 import { errors } from '../../errors.js';
 
 type Obj = JsonObject;
-type Handle = Sql | Tx;
 /** A SQL fragment to interpolate (its row type is irrelevant). */
 type Fragment = PendingQuery<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 

@@ -4,15 +4,13 @@
  * and for the lookups validation makes while writing. Driver errors that mean something to the
  * client (a unique violation on the live-key index) are translated here.
  */
-import type { Sql, Tx } from '../db/connect.js';
+import type { Handle, Tx } from '../db/connect.js';
 import { errors } from '../../errors.js';
 import type { CohortInfo } from './validate-filters.js';
 import type { DependencyFlag } from './dependencies.js';
 import type { FlagListQuery } from './list-query.js';
 import { STALE_DAYS } from './status.js';
 import type { FlagRow, FlagWrite } from './types.js';
-
-type Handle = Sql | Tx;
 
 /** Name of the partial unique index on live keys (migration 0001). */
 const LIVE_KEY_INDEX = 'feature_flags_live_key';

@@ -25,10 +25,7 @@
  */
 import { type JsonObject, isJsonObject } from '../../json-shapes.js';
 import type { PendingQuery } from 'postgres';
-import type { Sql, Tx } from '../db/connect.js';
-
-/** A connection or a transaction (a TrendsQuery runs in a transaction under a time limit). */
-type Handle = Sql | Tx;
+import type { Handle } from '../db/connect.js';
 import { errors } from '../../errors.js';
 import { eventFiltersSql, numericProperty } from '../events/property-filters.js';
 import { entitySql, hasMerges, personJoinSql } from '../events/person-merges.js';
