@@ -10,7 +10,7 @@ import type { Sql } from '../db/connect.js';
 import { errors } from '../../errors.js';
 import { runExperimentQuery } from '../experiments/results/query-runner.js';
 import { runTrendsQuery, type QueryProject } from '../insights/trends.js';
-import { asQueryTimeout, limitStatements } from './time-limit.js';
+import { limitedTransaction } from './time-limit.js';
 
 /** Query kinds {@link runQuery} answers. */
 export const QUERY_KINDS: readonly string[] = ['ExperimentQuery', 'TrendsQuery', 'InsightVizNode'];
@@ -31,14 +31,7 @@ export async function runQuery(sql: Sql, project: QueryProject, query: unknown, 
   const inner = innerQuery(query);
   switch (inner.kind) {
     case 'ExperimentQuery': return runExperimentQuery(sql, project.id, inner, { timeoutMs: opts.timeoutMs }) as Promise<JsonObject>;
-    case 'TrendsQuery': {
-      const ms = opts.timeoutMs ?? 0;
-      if (ms <= 0) return runTrendsQuery(sql, project, inner);
-      return sql.begin(async (tx) => {
-        await limitStatements(tx, ms);
-        return runTrendsQuery(tx, project, inner);
-      }).then((r) => r as JsonObject, (err: unknown) => { throw asQueryTimeout(err); });
-    }
+    case 'TrendsQuery': return limitedTransaction(sql, opts.timeoutMs ?? 0, (tx) => runTrendsQuery(tx, project, inner));
     default: throw errors.validation(`Query kind ${JSON.stringify(inner.kind ?? null)} is not supported: use one of ${QUERY_KINDS.join(', ')}.`, 'query');
   }
 }

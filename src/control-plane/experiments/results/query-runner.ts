@@ -23,7 +23,7 @@ import { validateMetric } from '../metrics.js';
 import { materializeExposures } from './exposures.js';
 import { hasMerges } from '../../events/person-merges.js';
 import { exposureSpan, materializeValues, winsorize } from './metric-values.js';
-import { asQueryTimeout, limitStatements } from '../../query/time-limit.js';
+import { limitedTransaction } from '../../query/time-limit.js';
 
 type Obj = JsonObject;
 
@@ -96,8 +96,7 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
   // Winsorization needs percentiles over every entity, so it runs as one partition.
   const partitions = winsorized ? 1 : ANALYSIS_PARTITIONS;
   const timeout = opts.timeoutMs ?? 0;
-  const parts = await Promise.all(Array.from({ length: partitions }, (_, index) => sql.begin(async (tx) => {
-    await limitStatements(tx, timeout);
+  const parts = await Promise.all(Array.from({ length: partitions }, (_, index) => limitedTransaction(sql, timeout, async (tx) => {
     const merges = await hasMerges(tx, projectId);
     await materializeExposures(tx, {
       projectId, flagKey: flag.key, variants, start: experiment.start_date!, end, groupIndex, merges,
@@ -121,7 +120,7 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
     const rows: Row[] = grouped.map(({ step: _step, ...r }) => r);
     const steps: Step[] = metric.metric_type === 'funnel' ? grouped.map((r) => ({ variant: r.variant, step: r.step, n: r.n })) : [];
     return { rows, steps };
-  }) as Promise<{ rows: Row[]; steps: Step[] }>)).catch((err: unknown) => { throw asQueryTimeout(err); });
+  })));
   const merged = new Map<string, Row>();
   for (const r of parts.flatMap((p) => p.rows)) {
     const m = merged.get(r.variant);
