@@ -6,6 +6,7 @@ import { createTestDatabase, type TestDatabase } from '../../support/db.js';
 import { ingestEvents } from '../../../src/control-plane/ingestion/service.js';
 import { writeHashKeyOverrides } from '../../../src/control-plane/ingestion/hash-key-overrides.js';
 import { HASH_KEY_OVERRIDE_EVENT, hashKeyOverrideRecord } from '../../../src/control-plane/ingestion/override-records.js';
+import { seedOrganization, seedProject } from '../../support/seed.js';
 
 let db: TestDatabase;
 let projectId: number;
@@ -447,9 +448,8 @@ test('a property update rewrites the person in place on its page (persons keep r
   // A database of its own: no dead rows from other tests that pruning could make room from.
   const own = await createTestDatabase();
   try {
-    const [org] = await own.sql<{ id: number }[]>`INSERT INTO organizations (name) VALUES ('o') RETURNING id`;
-    const [p] = await own.sql<{ id: number }[]>`INSERT INTO projects (organization_id, name, api_token) VALUES (${org!.id}, 'p', 'phc_hot_test') RETURNING id`;
-    const at = (d: string, properties: Record<string, unknown>) => ({ ...ev('$pageview', d, properties), project_id: p!.id });
+    const ownProjectId = (await seedProject(own.sql, await seedOrganization(own.sql))).id;
+    const at = (d: string, properties: Record<string, unknown>) => ({ ...ev('$pageview', d, properties), project_id: ownProjectId });
     // 300 new persons in one batch: every page but the last is filled as far as the table allows.
     const ids = Array.from({ length: 300 }, (_, i) => `hot-${i}`);
     await ingestEvents(own.sql, ids.map((d) => at(d, { $set: { email: `${d}@example.com`, plan: 'free' } })));
