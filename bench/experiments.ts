@@ -62,7 +62,7 @@ import { startControlPlane } from '../src/control-plane/index.js';
 import { newPersonalApiKey } from '../src/control-plane/keys/tokens.js';
 import { startBenchDatabase } from './database.js';
 import { ensureEventPartitions } from '../src/control-plane/ingestion/event-partitions.js';
-import { MAX_KEPT_TIMES, MONTH_OF } from '../src/control-plane/ingestion/person-event-times.js';
+import { FOLDED_ROWS } from '../src/control-plane/ingestion/person-event-times.js';
 
 const USERS = Number(process.env.BENCH_USERS ?? 1_000_000);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000_000);
@@ -174,9 +174,7 @@ async function writeWorkload(sql: ReturnType<typeof connect>, projectId: number,
     FROM events WHERE project_id = ${projectId} AND event = '$feature_flag_called' GROUP BY 1, 2, 3, 4`;
   // Ingestion's per-person event times, as the events insert folds them in (ingestion/person-event-times.ts).
   await sql.unsafe(`INSERT INTO person_event_times (project_id, event, month, person_id, n, first_ts, last_ts, times)
-    SELECT project_id, event, ${MONTH_OF('timestamp')}, person_id, count(*), min(timestamp), max(timestamp),
-      CASE WHEN count(*) <= ${MAX_KEPT_TIMES} THEN array_agg(timestamp ORDER BY timestamp) END
-    FROM events WHERE project_id = $1 AND person_id IS NOT NULL AND event <> '$feature_flag_called' GROUP BY 1, 2, 3, 4`, [projectId]);
+    ${FOLDED_ROWS('(SELECT * FROM events WHERE project_id = $1) e')}`, [projectId]);
   // What autovacuum does after a load: statistics, and the visibility map that index-only scans
   // need. Every table, so no autovacuum worker (persons and distinct ids got 1 M inserts each)
   // takes a core in the middle of the measurement.

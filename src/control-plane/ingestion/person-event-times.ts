@@ -18,7 +18,20 @@ import { FEATURE_FLAG_CALLED } from './flag-usage.js';
 export const MAX_KEPT_TIMES = 64;
 
 /** The UTC month start of a timestamptz expression, as SQL text over `column` (the partition key's rule). */
-export const MONTH_OF = (column: string) => `date_trunc('month', ${column} AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'`;
+const MONTH_OF = (column: string) => `date_trunc('month', ${column} AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'`;
+
+/**
+ * SQL text of the `person_event_times` rows of the events in `source` (a relation with the
+ * events' project_id, event, person_id and timestamp): one row per (project, event, UTC month,
+ * person) with its count, first and last time, and its sorted times while at most
+ * {@link MAX_KEPT_TIMES}; personless events and `$feature_flag_called` are left out (module doc).
+ * `source` is trusted SQL text (a table or CTE name). Also what bench/experiments.ts loads.
+ */
+export const FOLDED_ROWS = (source: string) => `
+  SELECT project_id, event, ${MONTH_OF('timestamp')}, person_id, count(*), min(timestamp), max(timestamp),
+    CASE WHEN count(*) <= ${MAX_KEPT_TIMES} THEN array_agg(timestamp ORDER BY timestamp) END
+  FROM ${source} WHERE person_id IS NOT NULL AND event <> '${FEATURE_FLAG_CALLED}'
+  GROUP BY 1, 2, 3, 4`;
 
 /**
  * `WITH ins AS (<insert>) …` that also folds the rows `insert` inserted into `person_event_times`
@@ -27,14 +40,10 @@ export const MONTH_OF = (column: string) => `date_trunc('month', ${column} AT TI
  * Rows of one statement never meet twice in the upsert: they are grouped per key first.
  */
 export function insertFoldingTimes(tx: Tx, insert: PendingQuery<any>): PendingQuery<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
-  const month = tx.unsafe(MONTH_OF('timestamp'));
   return tx`WITH ins AS (${insert}),
     folded AS (
       INSERT INTO person_event_times AS p (project_id, event, month, person_id, n, first_ts, last_ts, times)
-      SELECT project_id, event, ${month}, person_id, count(*), min(timestamp), max(timestamp),
-        CASE WHEN count(*) <= ${MAX_KEPT_TIMES} THEN array_agg(timestamp ORDER BY timestamp) END
-      FROM ins WHERE person_id IS NOT NULL AND event <> ${FEATURE_FLAG_CALLED}
-      GROUP BY 1, 2, 3, 4
+      ${tx.unsafe(FOLDED_ROWS('ins'))}
       ON CONFLICT (project_id, event, month, person_id) DO UPDATE SET
         n = p.n + EXCLUDED.n,
         first_ts = LEAST(p.first_ts, EXCLUDED.first_ts),
