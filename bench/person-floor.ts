@@ -24,8 +24,16 @@ import { encodePayload } from '../src/grpc/payload.js';
 /** Postgres CPU-µs per person for each table, and their sum. */
 export interface PostgresFloor { tables: { table: string; us: number }[]; total: number }
 
-/** Properties of synthetic person i: the three bench-scale `$set`s. */
-const propertiesOf = (i: number) => ({ email: `floor-${i}@example.com`, plan: ['free', 'pro', 'enterprise'][i % 3], age: i % 90 });
+/**
+ * The properties bench-scale `$set`s on its person `i` named `name` (an email, one of three plans,
+ * an age), which the floor's synthetic persons carry too.
+ */
+export function benchPersonProperties(name: string, i: number): { email: string; plan: string; age: number } {
+  return { email: `${name}@example.com`, plan: ['free', 'pro', 'enterprise'][i % 3]!, age: i % 90 };
+}
+
+/** Properties of synthetic person i of the floor. */
+const propertiesOf = (i: number) => benchPersonProperties(`floor-${i}`, i);
 
 /** Rolls the floor's transaction back. */
 class Rollback extends Error {}

@@ -72,7 +72,7 @@ import { newPersonalApiKey } from '../src/control-plane/keys/tokens.js';
 import { freePort } from '../test/support/ports.js';
 import { startBenchDatabase } from './database.js';
 import { processCpuUs, processTreeCpuUs } from './proc.js';
-import { lmdbPutFloor, postgresWriteFloor } from './person-floor.js';
+import { benchPersonProperties, lmdbPutFloor, postgresWriteFloor } from './person-floor.js';
 import { uuidv7 } from '../src/eval-node/capture/events.js';
 import { seedFlag } from '../test/support/seed.js';
 import { CONNECTIONS, DURATION_S, load } from './load.js';
@@ -162,7 +162,7 @@ async function main(): Promise<void> {
         const batch = Array.from({ length: Math.min(PER_REQUEST, PERSONS - from) }, (_, i) => ({
           // Time-ordered ids, as posthog-js and posthog-node send them.
           uuid: uuidv7(), event: '$identify', distinct_id: `person-${from + i}`,
-          properties: { $set: { email: `person-${from + i}@example.com`, plan: ['free', 'pro', 'enterprise'][(from + i) % 3], age: (from + i) % 90 } },
+          properties: { $set: benchPersonProperties(`person-${from + i}`, from + i) },
         }));
         for (;;) {
           const r = await fetch(`${node.url}/batch/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ api_key: TOKEN, batch }) });
