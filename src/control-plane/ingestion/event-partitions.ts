@@ -29,7 +29,7 @@ export const PARTITION_LOCK_KEY = 7_302_114_015;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** A partition: its table name and the bounds it covers, as ISO instants (`from` null = no lower bound). */
-export interface MonthPartition { name: string; from: string | null; to: string }
+export interface MonthPartition { readonly name: string; readonly from: string | null; readonly to: string }
 
 /** The `events_old` partition (every timestamp before {@link PARTITIONED_FROM}). */
 const OLD_PARTITION: MonthPartition = Object.freeze({ name: 'events_old', from: null, to: new Date(PARTITIONED_FROM).toISOString() });
