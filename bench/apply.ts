@@ -9,7 +9,7 @@
  * BENCH_BATCH (500) per batch, BENCH_PROPERTIES (30) properties each, a temporary directory.
  *
  * MEASURED (2026-11-26, Intel Xeon 2 vCPU, Node 20.20.2, defaults): before reading a person's
- * index fields from its payload (grpc/person-index-fields.ts) new persons cost 46.8 CPU-µs and
+ * index fields from its payload (contract/person-index-fields.ts) new persons cost 46.8 CPU-µs and
  * updates 60–65; after, 30.4–31.7 and 38–40, against a bare put of the same bytes of 19.1 and
  * 22.1 in the same run (1.6× / 1.8×). With 5 properties: 23.8 and 31.6 against 13.1 and 14.4.
  * The ≤ 10 µs target is below what one bare lmdb-js `putSync` of a person costs here (random
@@ -23,9 +23,9 @@ import crypto from 'node:crypto';
 import { open } from 'lmdb';
 import { openNodeStore } from '../src/eval-node/store/lmdb.js';
 import { toStoreChange } from '../src/eval-node/sync/decode.js';
-import { encodePayload } from '../src/grpc/payload.js';
-import { personEntity } from '../src/control-plane/change-log/entities.js';
-import type { ChangeMessage } from '../src/grpc/messages.js';
+import { encodePayload } from '../src/contract/payload.js';
+import { personEntity } from '../src/contract/entities.js';
+import type { ChangeMessage } from '../src/contract/messages.js';
 
 const PERSONS = Number(process.env.BENCH_PERSONS ?? 100_000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 500);

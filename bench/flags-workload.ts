@@ -8,7 +8,7 @@
  * plan `[free, pro, enterprise, starter][(n>>3)%4]`, company `company-<n%100>`.
  */
 import type { StoreChange } from '../src/eval-node/store/lmdb.js';
-import type { FeatureFlagEntity } from '../src/control-plane/change-log/entities.js';
+import type { FeatureFlagEntity } from '../src/contract/entities.js';
 import type { EvaluationRequest, ProjectDefinitions } from '../src/evaluation/index.js';
 import { prng } from '../test/support/prng.js';
 

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { testConfig } from '../src/config.js';
 import { startControlPlane, type ControlPlane } from '../src/control-plane/index.js';
 import { appendChanges } from '../src/control-plane/change-log/store.js';
-import { cohortEntity, groupTypeMappingEntity, groupTypeMappingId } from '../src/control-plane/change-log/entities.js';
+import { cohortEntity, groupTypeMappingEntity, groupTypeMappingId } from '../src/contract/entities.js';
 import { newPersonalApiKey } from '../src/control-plane/keys/tokens.js';
 import { PAID_COHORT_FILTERS, TOKEN, workloadFlagBodies } from './flags-workload.js';
 import { freePort } from '../test/support/ports.js';

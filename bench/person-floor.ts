@@ -18,8 +18,8 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { open } from 'lmdb';
 import type { Sql } from '../src/control-plane/db/connect.js';
-import { personEntity } from '../src/control-plane/change-log/entities.js';
-import { encodePayload } from '../src/grpc/payload.js';
+import { personEntity } from '../src/contract/entities.js';
+import { encodePayload } from '../src/contract/payload.js';
 
 /** Postgres CPU-µs per person for each table, and their sum. */
 export interface PostgresFloor { tables: { table: string; us: number }[]; total: number }

@@ -38,7 +38,7 @@ import { connect, type Sql } from '../src/control-plane/db/connect.js';
 import { migrate } from '../src/control-plane/db/migrate.js';
 import { startEmbeddedPostgres, type EmbeddedCluster } from '../src/control-plane/db/embedded.js';
 import { appendChanges, currentRevision } from '../src/control-plane/change-log/store.js';
-import { featureFlagEntity, projectEntity, type FeatureFlagRow } from '../src/control-plane/change-log/entities.js';
+import { featureFlagEntity, projectEntity, type FeatureFlagRow } from '../src/contract/entities.js';
 import { startGrpcServer } from '../src/control-plane/grpc/server.js';
 import { startEvalNode, type EvalNode } from '../src/eval-node/node.js';
 import { freePort } from '../test/support/ports.js';

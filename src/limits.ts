@@ -34,7 +34,7 @@ export const MAX_EVENT_BYTES = 1024 * 1024;
  * Deepest msgpack payload carried between processes (gRPC entity and event payloads) and kept
  * in the node's LMDB: twice {@link MAX_JSON_DEPTH}, room for the envelope (entity, filters,
  * event) around a body the edge bounded, and far below msgpackr's stack overflow (~1,250).
- * Deeper payloads are refused by the codec (src/grpc/payload.ts) instead of crashing it.
+ * Deeper payloads are refused by the codec (src/contract/payload.ts) instead of crashing it.
  */
 export const MAX_PAYLOAD_DEPTH = 2 * MAX_JSON_DEPTH;
 

@@ -22,7 +22,7 @@ import { SharedTokenBuckets } from '../src/eval-node/http/rate-limit.js';
 import { ThreadRpc, type WireError } from '../src/eval-node/http/thread-rpc.js';
 import { handleCapture } from '../src/eval-node/capture/handler.js';
 import { Outbox, OutboxFullError } from '../src/eval-node/capture/outbox.js';
-import type { CapturedEvent } from '../src/control-plane/ingestion/types.js';
+import type { CapturedEvent } from '../src/contract/events.js';
 import type { ProbeAnswer } from '../src/eval-node/http/probes.js';
 
 const init = workerData as IoThreadInit;

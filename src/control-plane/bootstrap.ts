@@ -9,7 +9,7 @@ import crypto from 'node:crypto';
 import type { Sql, Tx } from './db/connect.js';
 import type { Config } from '../config.js';
 import { appendChanges } from './change-log/store.js';
-import { PROJECT_SETTING_KEYS, projectEntity, type ProjectEntityRow } from './change-log/entities.js';
+import { PROJECT_SETTING_KEYS, projectEntity, type ProjectEntityRow } from '../contract/entities.js';
 import { hashPersonalApiKey, maskKey, newPersonalApiKey, newProjectApiKey } from './keys/tokens.js';
 import { personalApiKeyEntity } from './keys/store.js';
 

@@ -19,7 +19,7 @@
  * both serve the same body. The evaluation core stays free of this wire concern. Bodies are built once per
  * (project, definitions revision, send_cohorts) and cached as strings.
  */
-import type { CohortEntity, FeatureFlagEntity } from '../control-plane/change-log/entities.js';
+import type { CohortEntity, FeatureFlagEntity } from '../contract/entities.js';
 
 /**
  * What the feed is built from: a project's live flags and cohorts and its group types, as the

@@ -7,7 +7,7 @@
  * Sources: research/posthog-flag-evaluation.md §5.2 (`config=true` keys) and posthog-js's
  * `RemoteConfigLoader` / `_onRemoteConfig`. Pure.
  */
-import { DEFAULT_PROJECT_SETTINGS, type ProjectEntity } from '../control-plane/change-log/entities.js';
+import { DEFAULT_PROJECT_SETTINGS, type ProjectEntity } from '../contract/entities.js';
 
 /** The remote config object (PostHog's keys; see the module doc). */
 export interface RemoteConfig {

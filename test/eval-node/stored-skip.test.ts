@@ -10,7 +10,7 @@ import { serializeResult } from '../../src/eval-node/pool/respond.js';
 import type { FlagsJob } from '../../src/eval-node/pool/job.js';
 import { NO_GEOIP } from '../../src/eval-node/geoip/index.js';
 import { compileProject, evaluateFlags, type EvaluationRequest } from '../../src/evaluation/index.js';
-import type { FeatureFlagEntity } from '../../src/control-plane/change-log/entities.js';
+import type { FeatureFlagEntity } from '../../src/contract/entities.js';
 import { toCoreDefinitions } from '../../src/eval-node/pool/engine.js';
 
 const flag = (id: number, key: string, filters: Record<string, unknown>, extra: Partial<FeatureFlagEntity> = {}): FeatureFlagEntity => ({

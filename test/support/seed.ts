@@ -10,7 +10,7 @@ import { organizationEntity } from '../../src/control-plane/quota/service.js';
 import {
   cohortEntity, featureFlagEntity, groupTypeMappingEntity, groupTypeMappingId, projectEntity,
   type FeatureFlagRow,
-} from '../../src/control-plane/change-log/entities.js';
+} from '../../src/contract/entities.js';
 
 /** Inserts an organization; returns its id. */
 export async function seedOrganization(sql: Sql, name = 'Org'): Promise<number> {

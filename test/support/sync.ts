@@ -16,7 +16,7 @@ import type { NodeStore } from '../../src/eval-node/store/lmdb.js';
 import { currentRevision } from '../../src/control-plane/change-log/store.js';
 import {
   cohortEntity, featureFlagEntity, projectEntity, type FeatureFlagRow,
-} from '../../src/control-plane/change-log/entities.js';
+} from '../../src/contract/entities.js';
 import { organizationEntity } from '../../src/control-plane/quota/service.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 import { freePort } from './ports.js';

@@ -14,9 +14,9 @@ import { waitFor } from '../support/wait.js';
 import { createLogger } from '../../src/log.js';
 import { bootstrap } from '../../src/control-plane/bootstrap.js';
 import { appendChanges } from '../../src/control-plane/change-log/store.js';
-import { featureFlagEntity, type FeatureFlagRow } from '../../src/control-plane/change-log/entities.js';
+import { featureFlagEntity, type FeatureFlagRow } from '../../src/contract/entities.js';
 import { startNodeService, type NodeService } from '../../src/eval-node/service.js';
-import { HASH_KEY_OVERRIDE_EVENT } from '../../src/control-plane/ingestion/override-records.js';
+import { HASH_KEY_OVERRIDE_EVENT } from '../../src/contract/override-records.js';
 
 const VARIANTS = { variants: [{ key: 'control', rollout_percentage: 50 }, { key: 'test', rollout_percentage: 50 }] };
 

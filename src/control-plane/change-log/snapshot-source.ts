@@ -4,7 +4,7 @@
  * says where a snapshot continues ({@link SnapshotCursor}: which source, after which key).
  */
 import type { Sql } from '../db/connect.js';
-import type { EntityKind } from './entities.js';
+import type { EntityKind } from '../../contract/entities.js';
 
 /** A source's key of one entity (its primary key columns, in order). */
 export type SnapshotKey = readonly (number | string)[];

@@ -13,7 +13,7 @@
  * so listeners are woken exactly when the rows become visible.
  */
 import type { Tx, Sql } from '../db/connect.js';
-import type { EntityKind } from './entities.js';
+import type { EntityKind } from '../../contract/entities.js';
 
 /** Advisory lock key that serialises change-log appends (arbitrary constant). */
 export const CHANGE_LOG_LOCK_KEY = 7_302_114_002;

@@ -18,7 +18,7 @@ import type { Logger } from '../../log.js';
 import { errors } from '../../errors.js';
 import { CohortTable } from '../../evaluation/cohorts.js';
 import type { CohortDefinition } from '../../evaluation/types.js';
-import { cohortEntity } from '../change-log/entities.js';
+import { cohortEntity } from '../../contract/entities.js';
 import type { ChangeInput } from '../change-log/store.js';
 import { ChangeSet } from '../ingestion/changes.js';
 import { writeActivity } from '../activity/store.js';

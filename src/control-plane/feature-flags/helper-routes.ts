@@ -18,7 +18,7 @@
  *   read-only key write).
  */
 import { errors } from '../../errors.js';
-import { featureFlagEntity, type FeatureFlagRow } from '../change-log/entities.js';
+import { featureFlagEntity, type FeatureFlagRow } from '../../contract/entities.js';
 import { object, str } from '../http/schema-parts.js';
 import { numericIdParam } from '../http/params.js';
 import type { Deps, RequestContext, Route } from '../http/types.js';

@@ -11,7 +11,7 @@
 import crypto from 'node:crypto';
 import { errors } from '../../errors.js';
 import type { Sql } from '../db/connect.js';
-import { cohortEntity, featureFlagEntity, type FeatureFlagRow } from '../change-log/entities.js';
+import { cohortEntity, featureFlagEntity, type FeatureFlagRow } from '../../contract/entities.js';
 import { buildDefinitionsFeed } from '../../feed/definitions-feed.js';
 import type { Deps, Route } from '../http/types.js';
 import { FLAGS_PARAMS, LOCAL_EVALUATION_QUERY } from './schemas.js';

@@ -21,7 +21,7 @@
 import type { Sql, Tx } from '../db/connect.js';
 import { errors } from '../../errors.js';
 import { appendChanges } from '../change-log/store.js';
-import { featureFlagEntity } from '../change-log/entities.js';
+import { featureFlagEntity } from '../../contract/entities.js';
 import { createUsageDashboard, renameUsageDashboard } from '../dashboards/usage-dashboard.js';
 import { writeActivity, readActivity, type ActivityEntry } from '../activity/store.js';
 import { diffRecords, jsonEqual, updateVerb } from '../activity/diff.js';

@@ -25,4 +25,4 @@ export function unauthenticated(): Partial<grpc.StatusObject> {
 }
 
 /** Metadata a node sends on every call (defined with the other shared gRPC helpers). */
-export { clusterTokenMetadata } from '../../grpc/metadata.js';
+export { clusterTokenMetadata } from '../../contract/metadata.js';

@@ -2,8 +2,8 @@
  * Change-log rows and snapshot entities → `Change` messages of proto/switchyard.proto
  * (revision and project id as int64 strings, payload as msgpack, empty for deletes).
  */
-import { encodePayload, PayloadError, UNENCODABLE_PAYLOAD } from '../../grpc/payload.js';
-import { formatRevision, type ChangeMessage } from '../../grpc/messages.js';
+import { encodePayload, PayloadError, UNENCODABLE_PAYLOAD } from '../../contract/payload.js';
+import { formatRevision, type ChangeMessage } from '../../contract/messages.js';
 import type { ChangeRow } from '../change-log/store.js';
 
 /**

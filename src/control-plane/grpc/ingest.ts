@@ -1,7 +1,7 @@
 /**
  * gRPC `Ingest` (proto/switchyard.proto: `rpc Ingest(stream IngestBatch) returns (stream
  * IngestAck)`): a node streams batches from its capture outbox; each batch (`events` = msgpack
- * array of CapturedEvent, ingestion/types.ts) is ingested in one transaction and acknowledged
+ * array of CapturedEvent, contract/events.ts) is ingested in one transaction and acknowledged
  * with `IngestAck{batch_id}` only after that transaction has committed. Batches of one call
  * are processed one at a time, in order (stream backpressure holds the rest).
  *
@@ -24,8 +24,8 @@ import type { Sql } from '../db/connect.js';
 import type { Logger } from '../../log.js';
 import { ingestBatch, type IngestResult } from '../ingestion/service.js';
 import { deadLetterOf, writeDeadLetters, type DeadLetter } from '../ingestion/dead-letter.js';
-import { splitMsgpackArray } from '../../grpc/msgpack-depth.js';
-import { unpackTrusted } from '../../grpc/payload.js';
+import { splitMsgpackArray } from '../../contract/msgpack-depth.js';
+import { unpackTrusted } from '../../contract/payload.js';
 import { MAX_PAYLOAD_DEPTH } from '../../limits.js';
 
 /** `IngestBatch` as @grpc/proto-loader decodes it (keepCase, bytes → Buffer). */
@@ -47,7 +47,7 @@ export interface IngestHandlerDeps {
 }
 
 /**
- * A batch's events, each decoded on its own (grpc/msgpack-depth.ts `splitMsgpackArray`): an
+ * A batch's events, each decoded on its own (contract/msgpack-depth.ts `splitMsgpackArray`): an
  * event nested deeper than MAX_PAYLOAD_DEPTH, or not msgpack, becomes a dead letter with its
  * bytes instead of failing the batch (msgpackr's recursion overflows near 1,250 levels).
  * @returns null when the bytes are not a msgpack array at all.

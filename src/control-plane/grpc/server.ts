@@ -17,7 +17,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Sql } from '../db/connect.js';
 import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
-import { switchyardService } from '../../grpc/loader.js';
+import { switchyardService } from '../../contract/loader.js';
 import { hasClusterToken } from './auth.js';
 import { startChangeFeed } from './change-feed.js';
 import { createWatchHandler, type WatchOptions } from './watch.js';

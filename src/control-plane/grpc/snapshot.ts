@@ -23,16 +23,16 @@
  * ({@link encodeCursor}) so that a node can resume there.
  */
 import type { Sql } from '../db/connect.js';
-import type { FeatureFlagRow, ProjectEntityRow } from '../change-log/entities.js';
+import type { FeatureFlagRow, ProjectEntityRow } from '../../contract/entities.js';
 import {
   cohortEntity, featureFlagEntity, groupTypeMappingEntity, groupTypeMappingId, PROJECT_SETTING_KEYS, projectEntity,
-} from '../change-log/entities.js';
+} from '../../contract/entities.js';
 import type { SnapshotCursor, SnapshotKey, SnapshotRow, SnapshotSource } from '../change-log/snapshot-source.js';
 import { personalApiKeyEntity } from '../keys/store.js';
 import { CAPTURE_SNAPSHOT_SOURCES } from '../ingestion/snapshot.js';
 import { organizationEntity } from '../quota/service.js';
 import { encodeOrMark } from './encode.js';
-import { packEnvelope, unpackEnvelope } from '../../grpc/snapshot-envelope.js';
+import { packEnvelope, unpackEnvelope } from '../../contract/snapshot-envelope.js';
 
 /** Rows read per page query. */
 export const SNAPSHOT_PAGE_ROWS = 5_000;

@@ -14,7 +14,7 @@ import type { Sql } from '../db/connect.js';
 import type { Logger } from '../../log.js';
 import { recordFlagRequestUsage } from '../quota/service.js';
 import { hasClusterToken, unauthenticated } from './auth.js';
-import { parseInt64MapKey } from '../../grpc/messages.js';
+import { parseInt64MapKey } from '../../contract/messages.js';
 
 /** `UsageReport` as decoded (values are decimal strings; keys see {@link parseInt64MapKey}). */
 export interface UsageReportMessage { node_id: string; counts: Record<string, string>; period: string }

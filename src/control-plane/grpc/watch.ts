@@ -41,7 +41,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Sql } from '../db/connect.js';
 import type { Logger } from '../../log.js';
 import type { ChangeRow } from '../change-log/store.js';
-import { formatRevision, parseRevision, type ChangeMessage, type WatchEventOut, type WatchRequest } from '../../grpc/messages.js';
+import { formatRevision, parseRevision, type ChangeMessage, type WatchEventOut, type WatchRequest } from '../../contract/messages.js';
 import { hasClusterToken, unauthenticated } from './auth.js';
 import type { ChangeFeed } from './change-feed.js';
 import { decodeCursor, estimateSnapshotRows, streamSnapshotPages, CHUNK_MAX_ENTITIES } from './snapshot.js';

@@ -10,7 +10,7 @@ import type { Sql } from '../db/connect.js';
 import { findPersonalApiKey, touchPersonalApiKey } from '../keys/store.js';
 import { hasScope } from '../keys/scopes.js';
 import type { AuthContext, ProjectRow } from './types.js';
-import { PROJECT_SETTING_KEYS } from '../change-log/entities.js';
+import { PROJECT_SETTING_KEYS } from '../../contract/entities.js';
 
 /** Token prefixes handled by other authenticators in PostHog; not personal keys (research §5.1). */
 const OTHER_PREFIXES = ['pha_', 'phs_'];

@@ -6,7 +6,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Sql } from '../db/connect.js';
 import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
-import type { ProjectSettings } from '../change-log/entities.js';
+import type { ProjectSettings } from '../../contract/entities.js';
 import type { TimeseriesQueue } from '../experiments/timeseries/queue.js';
 
 /** The authenticated personal API key behind a request. */

@@ -15,7 +15,7 @@ import { appendChanges, type ChangeInput } from '../change-log/store.js';
 import {
   groupEntityId, groupTypeMappingId, hashKeyOverrideEntityId, personEntity,
   type GroupEntity, type GroupTypeMappingEntity, type HashKeyOverrideEntity,
-} from '../change-log/entities.js';
+} from '../../contract/entities.js';
 
 /** Pending changes of one transaction. */
 export class ChangeSet {

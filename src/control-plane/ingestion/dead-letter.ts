@@ -7,7 +7,7 @@
  */
 import { Packr } from 'msgpackr';
 import type { Sql, Tx } from '../db/connect.js';
-import { cleanText, isObject } from './types.js';
+import { cleanText, isObject } from '../../contract/events.js';
 
 /** One event set aside. */
 export interface DeadLetter {

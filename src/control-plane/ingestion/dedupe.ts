@@ -11,7 +11,7 @@
  */
 import type { Tx } from '../db/connect.js';
 import { monthPartition } from './event-partitions.js';
-import type { IngestEvent } from './types.js';
+import type { IngestEvent } from '../../contract/events.js';
 
 /** The key an event is deduplicated by. */
 const tripleKey = (projectId: number | string, uuid: string, timestamp: Date) => `${projectId}:${uuid}:${timestamp.getTime()}`;

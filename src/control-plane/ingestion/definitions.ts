@@ -6,7 +6,7 @@
  * `volume_30_day` is the sum of its last 30 days, computed on read (event-definitions/store.ts).
  */
 import type { Tx } from '../db/connect.js';
-import type { IngestEvent } from './types.js';
+import type { IngestEvent } from '../../contract/events.js';
 
 /** Upserts the definitions and daily volumes of `events` (already deduplicated). */
 export async function recordEventDefinitions(tx: Tx, events: readonly IngestEvent[]): Promise<void> {

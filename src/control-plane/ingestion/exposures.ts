@@ -7,7 +7,7 @@
  */
 import type { Tx } from '../db/connect.js';
 import { FEATURE_FLAG_CALLED } from './flag-usage.js';
-import { MAX_KEY_CHARS, type IngestEvent } from './types.js';
+import { MAX_KEY_CHARS, type IngestEvent } from '../../contract/events.js';
 
 /** `jsonb ->> key` of a JSON value: strings as they are, other scalars as JSON text; null for objects, arrays, null. */
 function asText(v: unknown): string | null {

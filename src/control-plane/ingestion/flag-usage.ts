@@ -5,7 +5,7 @@
  * entry: nodes do not evaluate with `last_called_at`; it feeds F1/F3 and the status (F11).
  */
 import type { Tx } from '../db/connect.js';
-import { MAX_KEY_CHARS, type IngestEvent } from './types.js';
+import { MAX_KEY_CHARS, type IngestEvent } from '../../contract/events.js';
 
 /** Name of the flag-usage event. */
 export const FEATURE_FLAG_CALLED = '$feature_flag_called';

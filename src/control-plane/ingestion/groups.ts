@@ -10,7 +10,7 @@
 import type { Tx } from '../db/connect.js';
 import type { ChangeSet } from './changes.js';
 import { applySet, withinPropertiesBound, type RefusedUpdates } from './properties.js';
-import { isObject, MAX_KEY_CHARS, type IngestEvent, type Properties } from './types.js';
+import { isObject, MAX_KEY_CHARS, type IngestEvent, type Properties } from '../../contract/events.js';
 import { hasOwn, setOwn } from '../../own-property.js';
 
 /** PostHog allows five group types per project (indexes 0..4). */

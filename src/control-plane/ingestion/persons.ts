@@ -24,7 +24,7 @@ import type { Tx } from '../db/connect.js';
 import type { ChangeSet } from './changes.js';
 import { moveHashKeyOverrides } from './hash-key-overrides.js';
 import { applyPropertyUpdates, withinPropertiesBound, type RefusedUpdates } from './properties.js';
-import type { IngestEvent, Properties } from './types.js';
+import type { IngestEvent, Properties } from '../../contract/events.js';
 
 /** A person as the batch holds it; `id` is null until a new person is flushed. */
 interface PersonState {

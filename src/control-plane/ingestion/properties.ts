@@ -7,7 +7,7 @@
  */
 import { hasOwn, setOwn } from '../../own-property.js';
 import { MAX_PROPERTIES_BYTES } from '../../limits.js';
-import { isObject, type Properties } from './types.js';
+import { isObject, type Properties } from '../../contract/events.js';
 
 /** Structural equality for JSON values (property values compare by content). */
 function sameJson(a: unknown, b: unknown): boolean {

@@ -28,7 +28,7 @@
  */
 import type { Sql, Tx } from '../db/connect.js';
 import { deadLetterOf, writeDeadLetters, type DeadLetter } from './dead-letter.js';
-import { eventProblem } from './event-bounds.js';
+import { eventProblem } from '../../contract/event-bounds.js';
 import { ensureEventPartitions } from './event-partitions.js';
 import { ChangeSet } from './changes.js';
 import { storedEvents } from './dedupe.js';
@@ -39,10 +39,10 @@ import { recordFlagUsage } from './flag-usage.js';
 import { processGroups, type GroupTypeCache } from './groups.js';
 import { lockProjects } from './locks.js';
 import { writeHashKeyOverridesTx } from './hash-key-overrides.js';
-import { isHashKeyOverrideEvent, parseHashKeyOverrideRecord, type HashKeyOverrideRecord } from './override-records.js';
+import { isHashKeyOverrideEvent, parseHashKeyOverrideRecord, type HashKeyOverrideRecord } from '../../contract/override-records.js';
 import { PersonBatch } from './persons.js';
 import type { RefusedUpdates } from './properties.js';
-import { normalizeEvent, type IngestEvent } from './types.js';
+import { normalizeEvent, type IngestEvent } from '../../contract/events.js';
 
 /** Outcome of {@link ingestEvents}. */
 export interface IngestResult {

@@ -12,7 +12,7 @@
 import type { Sql } from '../db/connect.js';
 import {
   groupEntity, groupEntityId, hashKeyOverrideEntityId, personEntity, type GroupEntity,
-} from '../change-log/entities.js';
+} from '../../contract/entities.js';
 import type { SnapshotKey, SnapshotSource } from '../change-log/snapshot-source.js';
 
 /** Stored (possibly compressed) property bytes after which a page of persons or groups ends. */

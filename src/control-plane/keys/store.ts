@@ -6,7 +6,7 @@
 import crypto from 'node:crypto';
 import type { Sql } from '../db/connect.js';
 import { appendChanges } from '../change-log/store.js';
-import type { PersonalApiKeyEntity } from '../change-log/entities.js';
+import type { PersonalApiKeyEntity } from '../../contract/entities.js';
 import { hashPersonalApiKey, hashesEqual, maskKey, newPersonalApiKey } from './tokens.js';
 
 /** A resolved key. */

@@ -9,7 +9,7 @@
 import { pageEnvelope, parseLimitOffset } from '../http/pages.js';
 import type { Deps, Route } from '../http/types.js';
 import { errors } from '../../errors.js';
-import { PROJECT_BOOLEAN_SETTING_KEYS, type ProjectSettings } from '../change-log/entities.js';
+import { PROJECT_BOOLEAN_SETTING_KEYS, type ProjectSettings } from '../../contract/entities.js';
 import { LIMIT_OFFSET, object, projectParams } from '../http/schema-parts.js';
 import { listProjects, organizationUuid, serializeProject, updateProjectSettings } from './store.js';
 

@@ -4,7 +4,7 @@
  */
 import type { Sql, Tx } from '../db/connect.js';
 import type { ProjectRow } from '../http/types.js';
-import { PROJECT_SETTING_KEYS, projectEntity, projectSettings, type ProjectSettings } from '../change-log/entities.js';
+import { PROJECT_SETTING_KEYS, projectEntity, projectSettings, type ProjectSettings } from '../../contract/entities.js';
 import { appendChanges } from '../change-log/store.js';
 
 /** Projects of an organization visible to a key (all, or only `scopedTeams` when non-empty), by id. */

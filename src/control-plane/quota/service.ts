@@ -8,7 +8,7 @@
  */
 import type { Sql, Tx } from '../db/connect.js';
 import { appendChanges } from '../change-log/store.js';
-import type { OrganizationEntity } from '../change-log/entities.js';
+import type { OrganizationEntity } from '../../contract/entities.js';
 
 /** Calendar month of `at` in UTC, `YYYY-MM`. */
 export function usagePeriod(at: Date): string {

@@ -10,8 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger } from '../../log.js';
-import { ThreadRpc } from '../../eval-node/http/thread-rpc.js';
-import { startEvalNode } from '../../eval-node/node.js';
+import { ThreadRpc, startEvalNode } from '../../eval-node/index.js';
 import type { ImageThreadInit } from './replica.js';
 
 const init = workerData as ImageThreadInit;

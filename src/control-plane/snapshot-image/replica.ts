@@ -19,7 +19,7 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
-import { ThreadRpc } from '../../eval-node/http/thread-rpc.js';
+import { ThreadRpc } from '../../eval-node/index.js';
 
 /** Node id the image's Watch stream carries (control-plane logs and metrics). */
 export const IMAGE_NODE_ID = 'control-plane-snapshot-image';

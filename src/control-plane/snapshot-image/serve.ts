@@ -16,7 +16,7 @@ import path from 'node:path';
 import { once } from 'node:events';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log.js';
-import { STORE_FORMAT } from '../../eval-node/store/lmdb.js';
+import { STORE_FORMAT } from '../../contract/store-format.js';
 import { hasClusterToken, unauthenticated } from '../grpc/auth.js';
 import { Semaphore } from '../grpc/semaphore.js';
 import type { ImageReplica } from './replica.js';

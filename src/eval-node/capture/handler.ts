@@ -9,27 +9,27 @@
  * 400 for undecodable payloads or any invalid event (nothing is stored: no partial acceptance);
  * 413 `event_too_big` when one event is over {@link MAX_EVENT_BYTES} (the whole request);
  * 400 `invalid_payload` naming the event and field when one breaks the bounds of
- * control-plane/ingestion/event-bounds.ts (depth, linked-id length; issue 8 item 1); NUL and
+ * contract/event-bounds.ts (depth, linked-id length; issue 8 item 1); NUL and
  * lone surrogates in accepted events are replaced by U+FFFD so every 200 can be stored;
  * 401 for a missing, inconsistent, malformed or unknown project token, except that before the
  * node's first complete snapshot (`store.ready()` false) a token it cannot look up yet gets
  * 503 `not_ready` (retry) like /flags, not a 401 that makes clients drop the events; 503 `outbox_full` when
  * the outbox is at `config.maxOutboxBytes`, and 503 `outbox_backlog` for a share of requests
  * growing from 0 at 80 % of it to all at the bound (both with `Retry-After`, outbox.ts); 404 for other paths. The internal event name
- * `$feature_flag_hash_key_override` (control-plane/ingestion/override-records.ts) is refused with
+ * `$feature_flag_hash_key_override` (contract/override-records.ts) is refused with
  * 400 `reserved_event_name`: such records come only from the node's own /flags path
  * (http/continuity.ts), which appends them with the `$internal` marker no client event carries. Error bodies are PostHog's
  * `{type, code, detail, attr}` with capture-rs's messages as `detail`.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { ApiError, errors } from '../../errors.js';
-import type { CapturedEvent } from '../../control-plane/ingestion/types.js';
+import type { CapturedEvent } from '../../contract/events.js';
 import { CaptureDecodeError, CaptureTooLargeError, decodeCaptureBody, MAX_DECOMPRESSED_BYTES } from './decode.js';
 import { CaptureRequestError, engageAsEvents, parseCapturePayload } from './events.js';
 import { OutboxFullError } from './outbox.js';
-import { HASH_KEY_OVERRIDE_EVENT } from '../../control-plane/ingestion/override-records.js';
-import { eventProblem } from '../../control-plane/ingestion/event-bounds.js';
-import { cleanJson } from '../../control-plane/ingestion/types.js';
+import { HASH_KEY_OVERRIDE_EVENT } from '../../contract/override-records.js';
+import { eventProblem } from '../../contract/event-bounds.js';
+import { cleanJson } from '../../contract/events.js';
 
 /** What capture needs from the node: project lookup by API token, and the outbox. */
 export interface CaptureStore {

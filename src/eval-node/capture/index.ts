@@ -19,7 +19,7 @@ import path from 'node:path';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
-import type { CapturedEvent } from '../../control-plane/ingestion/types.js';
+import type { CapturedEvent } from '../../contract/events.js';
 import { handleCapture, type CaptureReply } from './handler.js';
 import { Outbox } from './outbox.js';
 import { Shipper, type IngestClientCall } from './shipper.js';

@@ -24,7 +24,7 @@ import { open, type Database, type RootDatabase } from 'lmdb';
 import { prepareLmdbDir, restrictLmdbFiles } from '../store/files.js';
 import { environmentFigures, type EnvironmentFigures } from '../store/figures.js';
 import { Packr } from 'msgpackr';
-import type { CapturedEvent } from '../../control-plane/ingestion/types.js';
+import type { CapturedEvent } from '../../contract/events.js';
 
 /** Fill (fraction of `maxBytes`) from which client appends are shed (module doc). */
 export const SHED_FROM_FRACTION = 0.8;

@@ -10,7 +10,13 @@ import type { FlagUsage } from './usage.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { DefinitionsFeedCache } from '../../feed/definitions-feed.js';
 import type { ContinuityRecorder } from './continuity.js';
-import type { ProbeAnswer } from './probes.js';
+
+/** A probe's answer, independent of the HTTP server that sends it (uWS, or node:http in probe-server.ts). */
+export interface ProbeAnswer {
+  status: number;
+  body: string;
+  contentType: string;
+}
 
 /** Sync state as the node's sync client reports it (all fields optional). */
 export interface SyncState {

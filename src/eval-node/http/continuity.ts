@@ -8,7 +8,7 @@
  * request's `$anon_distinct_id`); persistence keeps later answers, without `$anon_distinct_id`,
  * and answers after `$identify` merges, on the same variant.
  *
- * The request travels as ONE hash-key override record (control-plane/ingestion/override-records.ts)
+ * The request travels as ONE hash-key override record (contract/override-records.ts)
  * appended to the durable capture outbox and shipped over gRPC `Ingest` like captured events;
  * ingestion applies it with `writeHashKeyOverridesTx` in the batch's transaction, and the new
  * override rows come back to every node through the change log.
@@ -31,8 +31,8 @@
  * person lookup and an override read.
  */
 import type { Logger } from 'pino';
-import type { CapturedEvent } from '../../control-plane/ingestion/types.js';
-import { hashKeyOverrideRecord } from '../../control-plane/ingestion/override-records.js';
+import type { CapturedEvent } from '../../contract/events.js';
+import { hashKeyOverrideRecord } from '../../contract/override-records.js';
 import type { EvaluationRequest } from '../../evaluation/index.js';
 import { MAX_DISTINCT_ID_CHARS, uuidv7 } from '../capture/events.js';
 import type { NodeStore } from '../store/lmdb.js';

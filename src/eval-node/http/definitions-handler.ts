@@ -18,7 +18,7 @@
 import crypto from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { errors, isApiError } from '../../errors.js';
-import type { PersonalApiKeyEntity, ProjectEntity } from '../../control-plane/change-log/entities.js';
+import type { PersonalApiKeyEntity, ProjectEntity } from '../../contract/entities.js';
 import type { NodeHttpContext } from './context.js';
 import { Exchange } from './reply.js';
 

@@ -12,7 +12,7 @@
  */
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { errors, isApiError } from '../../errors.js';
-import type { ProjectEntity } from '../../control-plane/change-log/entities.js';
+import type { ProjectEntity } from '../../contract/entities.js';
 import { clientAddress } from '../geoip/index.js';
 import type { FlagsJob, JobAnswer } from '../pool/job.js';
 import { EMPTY_RESULT, serializeResult } from '../pool/respond.js';

@@ -14,7 +14,7 @@
 import crypto from 'node:crypto';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { errors, isApiError } from '../../errors.js';
-import type { ProjectEntity } from '../../control-plane/change-log/entities.js';
+import type { ProjectEntity } from '../../contract/entities.js';
 import { flagsBodyOf, isOfrepFailure, ofrepEvaluation, OfrepContextError, type FlagsV2Entry, type OfrepFailure } from '../../feed/ofrep.js';
 import type { NodeHttpContext } from './context.js';
 import { preflightHandler } from './cors.js';

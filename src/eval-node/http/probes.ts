@@ -8,15 +8,10 @@
  * serves the same ones.
  */
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import type { NodeHttpContext } from './context.js';
+import type { NodeHttpContext, ProbeAnswer } from './context.js';
 import { Exchange } from './reply.js';
 
-/** A probe's answer, independent of the HTTP server that sends it (uWS here, node:http in probe-server.ts). */
-export interface ProbeAnswer {
-  status: number;
-  body: string;
-  contentType: string;
-}
+export type { ProbeAnswer };
 
 /** `/_health`: 200 while the process serves. */
 export function healthProbe(): ProbeAnswer {

@@ -29,7 +29,7 @@ import type { CaptureHandler } from './capture-routes.js';
 import { FlagUsage } from './usage.js';
 import { ContinuityRecorder } from './continuity.js';
 import { startProbeServer, type ProbeServer } from './probe-server.js';
-import type { CapturedEvent } from '../../control-plane/ingestion/types.js';
+import type { CapturedEvent } from '../../contract/events.js';
 
 export type { SyncState, CaptureHandler };
 export { FlagUsage };

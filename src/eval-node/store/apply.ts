@@ -9,7 +9,7 @@
  *
  * | database   | key                     | value                                  |
  * |------------|-------------------------|----------------------------------------|
- * | entities   | [g, kind, entityId]     | entity (msgpack, grpc/payload.ts codec)|
+ * | entities   | [g, kind, entityId]     | entity (msgpack, contract/payload.ts codec)|
  * | owner      | [g, kind, entityId]     | owning project id (project-scoped only)|
  * | byProject  | [g, projectId, kind]    | entityId (dupSort: one value per entity)|
  * | byToken    | [g, api_token]          | project id                             |
@@ -35,7 +35,7 @@
  */
 import type { Database } from 'lmdb';
 import { keyPart } from './key-part.js';
-import { personIndexFields } from '../../grpc/person-index-fields.js';
+import { personIndexFields } from '../../contract/person-index-fields.js';
 
 /** Kinds whose changes invalidate a project's compiled definitions. */
 export const DEFINITION_KINDS: ReadonlySet<string> = new Set(['feature_flag', 'cohort', 'group_type_mapping']);
@@ -52,7 +52,7 @@ export interface StoreChange {
   op: 'upsert' | 'delete';
   /** Entity state for upserts; ignored for deletes. */
   payload: unknown;
-  /** The payload's msgpack as it arrived (grpc/payload.ts codec): stored as is, not re-encoded. */
+  /** The payload's msgpack as it arrived (contract/payload.ts codec): stored as is, not re-encoded. */
   raw?: Uint8Array;
 }
 
@@ -145,7 +145,7 @@ export function applyChange(dbs: StoreDbs, gen: number, change: StoreChange, rev
   track(dbs, gen, change, key, DEFINITION_KINDS.has(kind) ? dbs.owner.get(key) : undefined, remove, revision, touched, putSync);
 }
 
-/** The same distinct ids in the same order (the control plane sorts them: change-log/entities.ts). */
+/** The same distinct ids in the same order (the control plane sorts them: contract/entities.ts). */
 function sameIds(a: readonly unknown[], b: readonly unknown[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
@@ -155,7 +155,7 @@ function sameIds(a: readonly unknown[], b: readonly unknown[]): boolean {
 /**
  * A person change (capture-owned: touches nothing, no per-project bookkeeping). The previous
  * state's index fields are read from its stored bytes without decoding its properties
- * (grpc/person-index-fields.ts). When an upsert keeps the person's project and distinct ids,
+ * (contract/person-index-fields.ts). When an upsert keeps the person's project and distinct ids,
  * the index entries are only checked, and written where they do not point at this person (a
  * merge earlier in the batch may have moved one): the same end state as removing and adding
  * them, at a read per id instead of a read, a delete and a write.

@@ -1,9 +1,9 @@
 /**
  * Value codec of the node store's `entities` database (store/lmdb.ts): the gRPC payload codec
- * (grpc/payload.ts), so an entity is stored as the msgpack it arrived in and `__proto__` keys
+ * (contract/payload.ts), so an entity is stored as the msgpack it arrived in and `__proto__` keys
  * survive (issue 8 item 8).
  */
-import { unpackTrusted, encodePayload } from '../../grpc/payload.js';
+import { unpackTrusted, encodePayload } from '../../contract/payload.js';
 import { StoreCorruptionError } from './types.js';
 
 /**

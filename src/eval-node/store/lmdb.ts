@@ -24,7 +24,7 @@ import { environmentFigures } from './figures.js';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import type {
   CohortEntity, FeatureFlagEntity, GroupTypeMappingEntity, OrganizationEntity, PersonalApiKeyEntity, ProjectEntity,
-} from '../../control-plane/change-log/entities.js';
+} from '../../contract/entities.js';
 import { applyChange, entityKey, stageFresh, type GenKey, type StoreChange, type StoreDbs } from './apply.js';
 import { keyPart, wasDigested } from './key-part.js';
 import { prepareLmdbDir, restrictLmdbFiles } from './files.js';
@@ -38,16 +38,12 @@ export {
   StoreCorruptionError, StoreStateError,
   type NodeGroup, type NodeHashKeyOverride, type NodePerson, type NodeStore, type ProjectDefinitions, type WritableNodeStore,
 } from './types.js';
+import { STORE_FORMAT } from '../../contract/store-format.js';
 import {
   StoreCorruptionError, StoreStateError,
   type NodeGroup, type NodeHashKeyOverride, type NodePerson, type NodeStore, type ProjectDefinitions, type WritableNodeStore,
 } from './types.js';
 
-/**
- * On-disk layout version, checked on open; a store of another version is moved aside and
- * rebuilt (node.ts). 2: entities in the grpc/payload.ts codec, ids in keys via key-part.ts.
- */
-export const STORE_FORMAT = 2;
 /** Keys removed per transaction (and per write-queue slot) when dropping a superseded generation. */
 export const DROP_CHUNK_KEYS = 5_000;
 

@@ -6,7 +6,7 @@
  * (message on stderr); killed by a signal: a crash.
  */
 import { open } from 'lmdb';
-import { unpackTrusted } from '../../grpc/payload.js';
+import { unpackTrusted } from '../../contract/payload.js';
 
 /** Reads and decodes everything under `dir`; returns the number of entries. @throws on any error. */
 function readAll(dir: string): number {

@@ -3,7 +3,7 @@
  * 6; DESIGN.md "Evaluation node": LMDB is a cache of the control plane). Order: the meta-page
  * check and the child-process probe (integrity.ts); on failure the directory is moved aside
  * and a fresh store is created, which the Watch client fills from a snapshot. A store of
- * another layout version (lmdb.ts STORE_FORMAT) is moved aside the same way.
+ * another layout version (contract/store-format.ts) is moved aside the same way.
  */
 import fs from 'node:fs';
 import path from 'node:path';

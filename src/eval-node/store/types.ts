@@ -5,7 +5,7 @@
  */
 import type {
   CohortEntity, FeatureFlagEntity, GroupTypeMappingEntity, OrganizationEntity, PersonalApiKeyEntity, ProjectEntity,
-} from '../../control-plane/change-log/entities.js';
+} from '../../contract/entities.js';
 import type { StoreChange } from './apply.js';
 import type { EnvironmentFigures } from './figures.js';
 

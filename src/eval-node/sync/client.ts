@@ -34,9 +34,9 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log.js';
-import { switchyardService } from '../../grpc/loader.js';
-import { clusterTokenMetadata } from '../../grpc/metadata.js';
-import { parseRevision, type ChangeMessage, type WatchEvent, type WatchRequest } from '../../grpc/messages.js';
+import { switchyardService } from '../../contract/loader.js';
+import { clusterTokenMetadata } from '../../contract/metadata.js';
+import { parseRevision, type ChangeMessage, type WatchEvent, type WatchRequest } from '../../contract/messages.js';
 import { StoreStateError, type StoreChange, type WritableNodeStore } from '../store/lmdb.js';
 import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
 import { CHUNK_QUEUE_WEIGHT, chunkChanges, queueWeight, toStoreChange } from './decode.js';

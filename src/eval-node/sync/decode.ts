@@ -3,17 +3,17 @@
  * entities of SnapshotChunks (control-plane/grpc/snapshot.ts for the envelope) become
  * {@link StoreChange}s with their payload bytes kept, to be stored as they arrived.
  */
-import { decodePayload, UNENCODABLE_PAYLOAD } from '../../grpc/payload.js';
-import { unpackEnvelope } from '../../grpc/snapshot-envelope.js';
-import { personIndexFields } from '../../grpc/person-index-fields.js';
-import { parseRevision, type ChangeMessage, type SnapshotChunkMessage, type WatchEvent } from '../../grpc/messages.js';
+import { decodePayload, UNENCODABLE_PAYLOAD } from '../../contract/payload.js';
+import { unpackEnvelope } from '../../contract/snapshot-envelope.js';
+import { personIndexFields } from '../../contract/person-index-fields.js';
+import { parseRevision, type ChangeMessage, type SnapshotChunkMessage, type WatchEvent } from '../../contract/messages.js';
 import type { StoreChange } from '../store/lmdb.js';
 
 /**
  * Watch event → store change (the payload bytes kept to be stored as they are). A person upsert
  * is not decoded whole: its index entries need only its project and distinct ids, which a
  * snapshot chunk carries beside the payload and a tail change has read from the payload's first
- * fields (grpc/person-index-fields.ts); its bytes are stored as they arrived (the control plane
+ * fields (contract/person-index-fields.ts); its bytes are stored as they arrived (the control plane
  * encoded them within the depth bound; only its too-deep marker is refused here). A person whose
  * fields cannot be read that way is decoded whole, as every other entity.
  * @throws RevisionError on a malformed revision, PayloadError on a payload that does not decode.

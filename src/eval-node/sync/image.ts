@@ -14,9 +14,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log.js';
-import { switchyardService } from '../../grpc/loader.js';
-import { clusterTokenMetadata } from '../../grpc/metadata.js';
-import { STORE_FORMAT } from '../store/lmdb.js';
+import { switchyardService } from '../../contract/loader.js';
+import { clusterTokenMetadata } from '../../contract/metadata.js';
+import { STORE_FORMAT } from '../../contract/store-format.js';
 import { checkLmdbHeader } from '../store/integrity.js';
 import { prepareLmdbDir, restrictLmdbFiles } from '../store/files.js';
 

@@ -9,8 +9,8 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log.js';
-import { switchyardService } from '../../grpc/loader.js';
-import { clusterTokenMetadata } from '../../grpc/metadata.js';
+import { switchyardService } from '../../contract/loader.js';
+import { clusterTokenMetadata } from '../../contract/metadata.js';
 
 /** Period between reports, in milliseconds. */
 export const USAGE_REPORT_INTERVAL_MS = 10_000;

@@ -2,7 +2,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestControlPlane, type TestControlPlane } from '../../support/control-plane.js';
-import { featureFlagEntity } from '../../../src/control-plane/change-log/entities.js';
+import { featureFlagEntity } from '../../../src/contract/entities.js';
 
 let t: TestControlPlane;
 let base: string;

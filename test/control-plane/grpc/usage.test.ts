@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
-import { switchyardService } from '../../../src/grpc/loader.js';
+import { switchyardService } from '../../../src/contract/loader.js';
 import { clusterTokenMetadata } from '../../../src/control-plane/grpc/auth.js';
 import { flagRequestUsage } from '../../../src/control-plane/quota/service.js';
 import { seedOrganization } from '../../support/seed.js';

@@ -6,14 +6,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
-import { switchyardService } from '../../../src/grpc/loader.js';
+import { switchyardService } from '../../../src/contract/loader.js';
 import { clusterTokenMetadata } from '../../../src/control-plane/grpc/auth.js';
 import { canResume, snapshotReason, type SnapshotReason } from '../../../src/control-plane/grpc/watch.js';
 import { decodeCursor, encodeCursor, SNAPSHOT_SOURCES } from '../../../src/control-plane/grpc/snapshot.js';
 import { Packr } from 'msgpackr';
-import { decodePayload, encodePayload } from '../../../src/grpc/payload.js';
+import { decodePayload, encodePayload } from '../../../src/contract/payload.js';
 import { currentRevision } from '../../../src/control-plane/change-log/store.js';
-import type { ChangeMessage, WatchEvent } from '../../../src/grpc/messages.js';
+import type { ChangeMessage, WatchEvent } from '../../../src/contract/messages.js';
 import { seedCohort, seedFlag, seedGroupType, seedOrganization, seedProject, updateFlag } from '../../support/seed.js';
 import { syncFixture, type SyncFixture } from '../../support/sync.js';
 import { waitFor } from '../../support/wait.js';

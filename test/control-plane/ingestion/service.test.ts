@@ -5,7 +5,7 @@ import crypto from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from '../../support/db.js';
 import { ingestEvents } from '../../../src/control-plane/ingestion/service.js';
 import { writeHashKeyOverrides } from '../../../src/control-plane/ingestion/hash-key-overrides.js';
-import { HASH_KEY_OVERRIDE_EVENT, hashKeyOverrideRecord } from '../../../src/control-plane/ingestion/override-records.js';
+import { HASH_KEY_OVERRIDE_EVENT, hashKeyOverrideRecord } from '../../../src/contract/override-records.js';
 import { seedOrganization, seedProject } from '../../support/seed.js';
 
 let db: TestDatabase;

@@ -5,7 +5,7 @@ import zlib from 'node:zlib';
 import { handleCapture, MAX_EVENT_BYTES, type CaptureStore } from '../../../src/eval-node/capture/handler.js';
 import { OutboxFullError } from '../../../src/eval-node/capture/outbox.js';
 import { resolveTimestamp } from '../../../src/eval-node/capture/events.js';
-import type { CapturedEvent } from '../../../src/control-plane/ingestion/types.js';
+import type { CapturedEvent } from '../../../src/contract/events.js';
 
 const TOKEN = 'phc_capture_test_token';
 const NOW = Date.parse('2026-05-01T12:00:00.000Z');

@@ -17,7 +17,7 @@ import { ingestEvents } from '../../../src/control-plane/ingestion/service.js';
 import { Outbox, OutboxFullError, shedRetryAfter } from '../../../src/eval-node/capture/outbox.js';
 import { Shipper } from '../../../src/eval-node/capture/shipper.js';
 import { handleCapture } from '../../../src/eval-node/capture/handler.js';
-import type { CapturedEvent } from '../../../src/control-plane/ingestion/types.js';
+import type { CapturedEvent } from '../../../src/contract/events.js';
 
 const PROTO = `syntax = "proto3";
 package switchyard.v1;

@@ -10,7 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import { syncFixture, waitForHead } from '../../support/sync.js';
 import { waitFor } from '../../support/wait.js';
 import { createLogger } from '../../../src/log.js';
-import { switchyardService } from '../../../src/grpc/loader.js';
+import { switchyardService } from '../../../src/contract/loader.js';
 import { clusterTokenMetadata } from '../../../src/control-plane/grpc/auth.js';
 import { startCapture } from '../../../src/eval-node/capture/index.js';
 import { bootstrap } from '../../../src/control-plane/bootstrap.js';

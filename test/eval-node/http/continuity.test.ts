@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 import { createLogger } from '../../../src/log.js';
 import { ContinuityRecorder } from '../../../src/eval-node/http/continuity.js';
 import { OutboxFullError } from '../../../src/eval-node/capture/outbox.js';
-import type { CapturedEvent } from '../../../src/control-plane/ingestion/types.js';
-import { parseHashKeyOverrideRecord } from '../../../src/control-plane/ingestion/override-records.js';
+import type { CapturedEvent } from '../../../src/contract/events.js';
+import { parseHashKeyOverrideRecord } from '../../../src/contract/override-records.js';
 import type { FlagsJob } from '../../../src/eval-node/pool/job.js';
 
 function job(distinctId: string, anon: string | null, extra: Partial<FlagsJob> = {}): FlagsJob {

@@ -14,7 +14,7 @@ import { testConfig, type Config } from '../../../src/config.js';
 import { createLogger } from '../../../src/log.js';
 import { openNodeStore, type StoreChange, type WritableNodeStore } from '../../../src/eval-node/store/lmdb.js';
 import { startNodeHttp, type NodeHttp, type CaptureHandler } from '../../../src/eval-node/http/server.js';
-import type { FeatureFlagEntity } from '../../../src/control-plane/change-log/entities.js';
+import type { FeatureFlagEntity } from '../../../src/contract/entities.js';
 
 export const PROJECT_TOKEN = 'phc_testProjectToken0000000001';
 export const LIMITED_TOKEN = 'phc_testProjectToken0000000002';

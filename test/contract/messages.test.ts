@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatRevision, parseInt64MapKey, parseRevision, RevisionError } from '../../src/grpc/messages.js';
-import { decodePayload, encodePayload } from '../../src/grpc/payload.js';
+import { formatRevision, parseInt64MapKey, parseRevision, RevisionError } from '../../src/contract/messages.js';
+import { decodePayload, encodePayload } from '../../src/contract/payload.js';
 
 const revisions: { name: string; input: string | number | undefined | null; expected: number | 'error' }[] = [
   { name: 'decimal string', input: '42', expected: 42 },

@@ -6,8 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Packr } from 'msgpackr';
-import { msgpackDepth, MsgpackFormatError } from '../../src/grpc/msgpack-depth.js';
-import { decodePayload, encodePayload, PayloadError, UNENCODABLE_PAYLOAD } from '../../src/grpc/payload.js';
+import { msgpackDepth, MsgpackFormatError } from '../../src/contract/msgpack-depth.js';
+import { decodePayload, encodePayload, PayloadError, UNENCODABLE_PAYLOAD } from '../../src/contract/payload.js';
 import { jsonDepth, MAX_PAYLOAD_DEPTH } from '../../src/limits.js';
 import { prng } from '../support/prng.js';
 

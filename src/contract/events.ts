@@ -7,7 +7,7 @@
  * are counted as `invalid` and skipped, the rest of the batch is ingested.
  */
 
-import { setOwn } from '../../own-property.js';
+import { setOwn } from '../own-property.js';
 
 /** JSON-like property bag. */
 export type Properties = Record<string, unknown>;

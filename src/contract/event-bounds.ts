@@ -11,7 +11,7 @@
  *   a Postgres btree key and an LMDB key (PostHog caps distinct ids at 200 characters).
  * Pure.
  */
-import { jsonDepth, MAX_DISTINCT_ID_CHARS, MAX_JSON_DEPTH } from '../../limits.js';
+import { jsonDepth, MAX_DISTINCT_ID_CHARS, MAX_JSON_DEPTH } from '../limits.js';
 
 /** What is wrong with an event: the field (dotted path) and why. */
 export interface EventProblem { field: string; reason: string }

@@ -17,7 +17,7 @@
  * work, and never stores it as an event nor as an event definition; a record without the marker,
  * or with malformed fields, is counted `invalid` and skipped.
  */
-import { MAX_KEY_CHARS, MAX_NAME_CHARS, isObject, isUuid, type CapturedEvent } from './types.js';
+import { MAX_KEY_CHARS, MAX_NAME_CHARS, isObject, isUuid, type CapturedEvent } from './events.js';
 
 /** Event name of a hash-key override record. */
 export const HASH_KEY_OVERRIDE_EVENT = '$feature_flag_hash_key_override';

@@ -5,7 +5,7 @@
  * (`[source, key | null]`). One codec for both sides, so the control plane's encoder and the
  * node's decoder (eval-node/sync/decode.ts) cannot drift apart. Plain msgpack (no records): the
  * envelope holds arrays, strings, numbers and bins only; entity payloads inside it are encoded
- * with grpc/payload.ts.
+ * with contract/payload.ts.
  */
 import { Packr } from 'msgpackr';
 

@@ -1,14 +1,14 @@
 /**
  * A person's index fields read from its payload bytes without decoding the rest
- * (grpc/person-index-fields.ts): equal to a full decode's fields for the control plane's own
+ * (contract/person-index-fields.ts): equal to a full decode's fields for the control plane's own
  * encoding, for other key orders and for maps of over 15 keys; null for anything that is not a
  * map holding both with the right types, and for damaged bytes (then the caller decodes whole).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { encodePayload, decodePayload } from '../../src/grpc/payload.js';
-import { personIndexFields } from '../../src/grpc/person-index-fields.js';
-import { personEntity } from '../../src/control-plane/change-log/entities.js';
+import { encodePayload, decodePayload } from '../../src/contract/payload.js';
+import { personIndexFields } from '../../src/contract/person-index-fields.js';
+import { personEntity } from '../../src/contract/entities.js';
 
 const fieldsOf = (v: unknown) => { const o = v as { project_id: unknown; distinct_ids: unknown }; return { project_id: o.project_id, distinct_ids: o.distinct_ids }; };
 
