@@ -29,7 +29,7 @@
  */
 import { compileOperator, isPropertyOperator } from './operators.js';
 import { PropertyFilterError } from './errors.js';
-import { resolveZone, UTC_ZONE } from './dates.js';
+import { resolveZone, UTC_ZONE } from './calendar.js';
 
 export { PropertyFilterError } from './errors.js';
 export { PROPERTY_OPERATORS, isPropertyOperator } from './operators.js';

@@ -15,9 +15,8 @@
  * absolute dates) is computed here once; `present` does no parsing of the filter.
  */
 import { asciiLower, stringForm, toF64, unicodeLower } from './coerce.js';
-import {
-  parseAbsoluteDate, parseActualDate, parseRelativeDate, resolveRelativeDate, type Zone,
-} from './dates.js';
+import { parseAbsoluteDate, parseActualDate, parseRelativeDate, resolveRelativeDate } from './dates.js';
+import type { Zone } from './calendar.js';
 import { PropertyFilterError } from './errors.js';
 import { compileRegex, regexSearch } from './regex.js';
 import {
