@@ -22,6 +22,7 @@ import type { FlagRow } from '../feature-flags/types.js';
 import type { FlagListQuery } from '../feature-flags/list-query.js';
 import { serializeCohort, type CohortService } from '../cohorts/service.js';
 import { getHoldout, holdoutFilters } from './holdouts.js';
+import { experimentFlagFilters, variantKeys } from './flag-filters.js';
 import { getSavedMetrics } from './saved-metrics.js';
 import { metricFingerprint } from './metrics.js';
 import { activityRecord, presentExperiments, statsMethod } from './serialize.js';
@@ -31,69 +32,11 @@ import { validateExperimentBody, type ExperimentInput } from './validate.js';
 
 /** Activity-log scope of experiments. */
 export const ACTIVITY_SCOPE = 'Experiment';
-/** Variants of a flag created for an experiment without any (research §3.2 step 3). */
-export const DEFAULT_VARIANTS: readonly Readonly<Record<string, unknown>>[] = Object.freeze([
-  { key: 'control', name: 'Control Group', rollout_percentage: 50 },
-  { key: 'test', name: 'Test Variant', rollout_percentage: 50 },
-]);
-
 type Obj = JsonObject;
-
-/** Variants as the flag stores them: percentages filled in evenly when none were given. */
-function flagVariants(params: Obj | null | undefined): Obj[] {
-  const given = params?.feature_flag_variants;
-  if (!Array.isArray(given) || given.length === 0) return DEFAULT_VARIANTS.map((v) => ({ ...v }));
-  const variants = (given as Obj[]).map((v) => ({ ...v }));
-  if (variants.every((v) => typeof v.rollout_percentage !== 'number')) {
-    const share = Math.floor(100 / variants.length);
-    variants.forEach((v, i) => { v.rollout_percentage = share + (i === 0 ? 100 - share * variants.length : 0); });
-  }
-  return variants;
-}
-
-function variantKeys(filters: Obj): string[] {
-  const variants = (filters.multivariate as Obj | null | undefined)?.variants;
-  return Array.isArray(variants) ? (variants as Obj[]).map((v) => String(v.key)) : [];
-}
-
-/** The flag filters an experiment's parameters and holdout ask for. */
-function experimentFlagFilters(base: Obj, params: Obj | null | undefined, holdout: ReturnType<typeof holdoutFilters>): Obj {
-  const rollout = typeof params?.rollout_percentage === 'number' ? params.rollout_percentage : 100;
-  const groups = Array.isArray(base.groups) && base.groups.length > 0 ? structuredClone(base.groups) as Obj[] : [{ properties: [], rollout_percentage: rollout }];
-  if (typeof params?.rollout_percentage === 'number' && isJsonObject(groups[0])) groups[0].rollout_percentage = params.rollout_percentage;
-  return {
-    ...base, groups,
-    multivariate: { variants: flagVariants(params) },
-    aggregation_group_type_index: params?.aggregation_group_type_index ?? null,
-    ...holdout,
-  };
-}
 
 /** Python's repr of a list of strings, as PostHog's messages print it. */
 function pyList(items: string[]): string {
   return `[${items.map((s) => `'${s}'`).join(', ')}]`;
-}
-
-/** E1 query string → {@link store.ExperimentListQuery}. @throws ApiError 400 attr `order`. */
-export function parseExperimentListQuery(q: URLSearchParams): store.ExperimentListQuery {
-  const out: store.ExperimentListQuery = { archived: q.get('archived') === 'true', order: { field: 'created_at', desc: true } };
-  const status = q.get('status');
-  if (status === 'draft' || status === 'running' || status === 'paused') out.status = status;
-  else if (status === 'complete' || status === 'stopped') out.status = 'complete';
-  const search = q.get('search');
-  if (search && search.trim() !== '') out.search = search.trim();
-  const by = q.get('created_by_id');
-  if (by !== null && /^\d{1,15}$/.test(by.trim())) out.createdById = Number(by.trim());
-  const order = q.get('order');
-  if (order) {
-    const desc = order.startsWith('-');
-    const field = desc ? order.slice(1) : order;
-    if (!['created_at', 'created_by', 'updated_at', 'name', 'start_date', 'end_date', 'duration', 'status'].includes(field)) {
-      throw errors.validation(`Invalid order field: '${field}'`, 'order');
-    }
-    out.order = { field, desc };
-  }
-  return out;
 }
 
 /** Experiment operations of one project. */
