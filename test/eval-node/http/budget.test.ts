@@ -36,7 +36,8 @@ async function flags(url: string, token: string, email: string | null, v = 2): P
 for (const evalThreads of [0, 1]) {
   const mode = evalThreads ? 'pool' : 'inline';
   test(`a hostile project's /flags stops at the budget with errorsWhileComputingFlags; another project answers correctly (${mode})`, async () => {
-    const node = await startTestNode({ changes: worldChanges(FLAGS, []), evalThreads });
+    // A generous pool task limit: this test is about the budget, not the task limit (redos.test.ts).
+    const node = await startTestNode({ changes: worldChanges(FLAGS, []), evalThreads, config: { evalTaskTimeoutMs: 30_000 } });
     try {
       assert.equal(node.config.evalBudgetMs, 50, 'the default budget');
       const hostile = 'a'.repeat(5_000) + '!';
