@@ -7,6 +7,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
+import { DEFAULT_EVAL_BUDGET_MS } from './limits.js';
 
 /** Thrown for an invalid environment variable; the message names it. */
 export class ConfigError extends Error {
@@ -112,6 +113,12 @@ export interface Config {
    * replaced and its requests answer 503 `evaluation_timeout` (issue 8 item 3).
    */
   readonly evalTaskTimeoutMs: number;
+  /**
+   * Evaluation time one /flags request may spend across all its flags, in milliseconds
+   * (`SWITCHYARD_EVAL_BUDGET_MS`, default {@link DEFAULT_EVAL_BUDGET_MS}): past it the flags not
+   * yet answered are failed entries and `errorsWhileComputingFlags` is true (src/evaluation/budget.ts).
+   */
+  readonly evalBudgetMs: number;
   /** Path of a GeoLite2-City .mmdb file. */
   readonly geoipDbPath: string;
   /** Value of the bootstrap personal API key (`phx_…`), or null to generate one. */
@@ -215,6 +222,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     snapshotImage: (env.SWITCHYARD_SNAPSHOT_IMAGE ?? 'true').toLowerCase() !== 'false',
     ioThreadYoungGenMb: int(env, 'SWITCHYARD_IO_THREAD_YOUNG_GEN_MB', 0, 0, 1024),
     evalTaskTimeoutMs: int(env, 'SWITCHYARD_EVAL_TASK_TIMEOUT_MS', 2_000, 1, 600_000),
+    evalBudgetMs: int(env, 'SWITCHYARD_EVAL_BUDGET_MS', DEFAULT_EVAL_BUDGET_MS, 1, 600_000),
     maxFlagsBodyBytes: int(env, 'SWITCHYARD_MAX_FLAGS_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxCaptureBodyBytes: int(env, 'SWITCHYARD_MAX_CAPTURE_BODY_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     definitionsRatePerMinute: int(env, 'SWITCHYARD_DEFINITIONS_RATE_PER_MINUTE', 600, 0, 1_000_000_000),

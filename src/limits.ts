@@ -78,3 +78,39 @@ export function jsonDepth(value: unknown, limit: number = MAX_JSON_DEPTH): numbe
 export function tooDeep(value: unknown, limit: number = MAX_JSON_DEPTH): boolean {
   return jsonDepth(value, limit) > limit;
 }
+
+/**
+ * Largest compiled regex program accepted for a `regex` / `not_regex` filter, in program units:
+ * one unit per instruction of the RE2 program (re2js) plus one per range of each character
+ * class it tests, so both a long program and a program full of large Unicode classes count
+ * (the measure tracks the program's memory, as Rust regex's `size_limit`, 10 MiB by default,
+ * and RE2's `max_mem` do). PostHog's Rust service builds patterns with fancy_regex, whose build
+ * errors (including the size limit) make both operators false; a pattern over this bound is
+ * likewise refused on write (400) and false for both operators at evaluation.
+ *
+ * 100,000 units accept `\w{1,100}` (80,002: Unicode `\w` is ~800 ranges) and every ordinary
+ * pattern (an e-mail domain, a URL path: tens of units) and refuse `(?i)\w{1,1000}!` (800,002),
+ * whose searches took seconds on a few KB of text.
+ */
+export const MAX_REGEX_PROGRAM_UNITS = 100_000;
+
+/**
+ * Longest property value (its string form, in UTF-16 code units) that `regex`, `not_regex`,
+ * `icontains` and `not_icontains` look into. A longer value is a match-time error, answered as
+ * PostHog answers one (fancy_regex's limit error, `.unwrap_or(false)` in Rust's flag matching):
+ * no match for both the positive and the negated operator, so neither can be steered by an
+ * oversized value. 8 KiB holds any e-mail, URL or user agent; it bounds the cost of one search
+ * (a linear-time search is still linear in the subject: ~1 s per 10 KB with the worst patterns
+ * before {@link MAX_REGEX_PROGRAM_UNITS}), which the per-request budget cannot interrupt.
+ * PostHog itself has no such bound: a value past it is the one place answers differ.
+ */
+export const MAX_MATCH_SUBJECT_CHARS = 8_192;
+
+/**
+ * Default evaluation budget of one /flags request across all its flags, in milliseconds of
+ * wall-clock time on the evaluating thread (`SWITCHYARD_EVAL_BUDGET_MS`; src/evaluation/budget.ts).
+ * An ordinary request evaluates 50 flags in tens of microseconds, so only pathological
+ * definitions (hundreds of backtracking regex conditions, huge property values) reach it; it is
+ * generous enough that a GC pause or a busy core does not fail ordinary requests.
+ */
+export const DEFAULT_EVAL_BUDGET_MS = 50;

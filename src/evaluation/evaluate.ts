@@ -14,9 +14,14 @@
  *   they depend on.
  * Flags are evaluated in dependency order; a dependency outside the candidate set reads `false`.
  *
- * Pure: no IO, no clock (`nowMs` is the request's "now", used by relative-date operators).
- * A flag that throws unexpectedly becomes a failed entry (`internal_error`); the others are kept.
+ * Pure: no IO, no clock of its own (`nowMs` is the request's "now", used by relative-date
+ * operators; the optional budget brings the caller's clock). A flag that throws unexpectedly
+ * becomes a failed entry (`internal_error`); the others are kept. With a budget (budget.ts), the
+ * clock is read before each flag: once it has run out, that flag and every later one are failed
+ * entries `timeout:evaluation_budget`, as is a flag during which a regex or `icontains` step found
+ * it spent (its answer was cut short); flags answered before keep their results.
  */
+import { beginBudget, budgetSpent, endBudget, outOfBudget, type EvaluationBudget } from './budget.js';
 import type { CompiledFlag, CompiledProject } from './compiled.js';
 import { RequestScope } from './context.js';
 import { failedResult, matchFlag } from './match-flag.js';
@@ -24,6 +29,7 @@ import { ERROR_CODES } from './reasons.js';
 import type { EvaluationRequest, EvaluationResult, FlagResult, StoredContext } from './types.js';
 
 const SURVEY_PREFIX = 'survey-targeting-';
+const BUDGET_CODE = 'timeout:evaluation_budget';
 
 /**
  * Per project: how many flags are live and, when usable, a function that builds the response's
@@ -134,9 +140,19 @@ function narrowToKeys(project: CompiledProject, selected: Uint8Array, keys: read
 
 /**
  * Evaluates every candidate flag for `req`. `stored` is what the node holds for this person and
- * its groups; `nowMs` is the evaluation time in Unix milliseconds. Never throws for one flag.
+ * its groups; `nowMs` is the evaluation time in Unix milliseconds; `budget` (optional) bounds the
+ * evaluation time of the whole call (module doc). Never throws for one flag.
  */
-export function evaluateFlags(project: CompiledProject, req: EvaluationRequest, stored: StoredContext, nowMs: number): EvaluationResult {
+export function evaluateFlags(project: CompiledProject, req: EvaluationRequest, stored: StoredContext, nowMs: number, budget?: EvaluationBudget | null): EvaluationResult {
+  beginBudget(budget);
+  try {
+    return evaluateSelected(project, req, stored, nowMs);
+  } finally {
+    endBudget();
+  }
+}
+
+function evaluateSelected(project: CompiledProject, req: EvaluationRequest, stored: StoredContext, nowMs: number): EvaluationResult {
   const selected = selectCandidates(project, req);
   const scope = new RequestScope(project, req, stored ?? {}, nowMs);
   // Answering every live flag (the usual case): collect the results in slot order and build the
@@ -153,10 +169,15 @@ export function evaluateFlags(project: CompiledProject, req: EvaluationRequest, 
     if (!selected[i]) continue;
     const flag = flags[i]!;
     let r: FlagResult;
-    try {
-      r = matchFlag(flag, scope);
-    } catch (e) {
-      r = failedResult(flag, 'internal_error', `${ERROR_CODES.internal_error}: ${e instanceof Error ? e.message : String(e)}`);
+    if (outOfBudget()) {
+      r = failedResult(flag, BUDGET_CODE, ERROR_CODES[BUDGET_CODE]);
+    } else {
+      try {
+        r = matchFlag(flag, scope);
+      } catch (e) {
+        r = failedResult(flag, 'internal_error', `${ERROR_CODES.internal_error}: ${e instanceof Error ? e.message : String(e)}`);
+      }
+      if (budgetSpent()) r = failedResult(flag, BUDGET_CODE, ERROR_CODES[BUDGET_CODE]);
     }
     if (r.failed) errors = true;
     else if (r.enabled) scope.values[i] = r.variant ?? true;

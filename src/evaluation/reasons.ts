@@ -45,6 +45,11 @@ export const ERROR_CODES = Object.freeze({
   hash_key_override_error: 'Failed to fetch hash key overrides',
   /** An unexpected exception while evaluating one flag (Rust `FlagError::internal` prefix). */
   internal_error: 'Internal error',
+  /**
+   * The request's evaluation budget ran out before this flag was answered (budget.ts). Rust names
+   * timeouts `timeout:<kind>` (`FlagError::TimeoutError`'s evaluation error code).
+   */
+  'timeout:evaluation_budget': 'Timeout: the request ran out of evaluation time before this flag was evaluated',
 } as const);
 
 /** A failed-entry error code. */

@@ -10,6 +10,7 @@
  */
 import { type JsonObject, isJsonObject, pyType } from '../../json-shapes.js';
 import { errors } from '../../errors.js';
+import { describeRegexProblem } from '../../evaluation/properties/regex.js';
 import { distinctIdsFromCsv } from './csv.js';
 import type { CohortInput } from './types.js';
 
@@ -37,7 +38,11 @@ function text(v: unknown, attr: string, max: number): string {
   return s;
 }
 
-/** Walks a filter group, checking each node's shape. @throws ApiError 400 attr `filters`. */
+/**
+ * Walks a filter group, checking each node's shape and that `regex` / `not_regex` patterns
+ * compile for evaluation (src/evaluation/properties/regex.ts: syntax and program size).
+ * @throws ApiError 400 attr `filters` (code `invalid_regex` for a pattern).
+ */
 function checkGroup(node: unknown, depth: number): void {
   if (depth > 32) throw errors.validation('Cohort filters are nested too deeply.', 'filters');
   if (!isJsonObject(node)) throw errors.validation('Each filter must be an object.', 'filters');
@@ -62,6 +67,11 @@ function checkGroup(node: unknown, depth: number): void {
   }
   if (type !== 'person') throw errors.validation(`Filter type "${String(type)}" is not supported in cohorts (person, cohort, behavioral).`, 'filters');
   if (typeof node.key !== 'string' || node.key === '') throw errors.validation('A person filter needs a property `key`.', 'filters');
+  if ((node.operator === 'regex' || node.operator === 'not_regex') && typeof node.value === 'string') {
+    // A pattern the evaluation engines refuse (bad syntax, oversized program) would never match.
+    const problem = describeRegexProblem(node.value);
+    if (problem !== null) throw errors.validation(`Invalid regex pattern ${node.value} (person property "${node.key}"): ${problem}.`, 'filters', 'invalid_regex');
+  }
 }
 
 /**

@@ -109,6 +109,7 @@ function handleBody(ctx: NodeHttpContext, ex: Exchange, endpoint: 'flags' | 'dec
     onlyOverrideProperties: head.query.onlyOverrideProperties,
     disableFlags: switches.disableFlags,
     requestId,
+    budgetMs: ctx.config.evalBudgetMs,
   };
   ex.stage = 'evaluate';
   const answer = ctx.evaluator.evaluate(job);

@@ -9,12 +9,16 @@
  * - in a worker (a read-only store never sees `onApplied`) each batch re-checks a project's
  *   definitions revision once (`store.definitions()` is one LMDB get when unchanged) and
  *   recompiles when it moved.
+ *
+ * The evaluate stage runs under the job's evaluation budget (`budgetMs`, from
+ * `SWITCHYARD_EVAL_BUDGET_MS`) on `performance.now`, inline and in the pool alike.
  */
 import {
   compileProject, evaluateFlags, flagsNeedingHashKeyOverrides, requestCoversGroup, requestCoversPerson, storedPropertyUse,
   type CohortDefinition, type CompiledProject, type FlagDefinition, type ProjectDefinitions as CoreDefinitions, type StoredContext,
 } from '../../evaluation/index.js';
 import type { NodeStore, ProjectDefinitions } from '../store/lmdb.js';
+import { DEFAULT_EVAL_BUDGET_MS } from '../../limits.js';
 import { fillGeoip, type Geoip } from '../geoip/index.js';
 import type { FlagsJob, JobAnswer } from './job.js';
 import { EMPTY_RESULT, serializeResult, serializeResultBytes } from './respond.js';
@@ -158,7 +162,9 @@ export class FlagsEngine {
         // filter: runtime, evaluation environments, flag_keys and survey-only selection are
         // request fields the core applies before matching (spec §4.4 rules 2–5).
         const req = this.properties(job);
-        result = evaluateFlags(e.compiled, req, this.stored(e, job, req), nowMs);
+        const stored = this.stored(e, job, req);
+        // evaluate: the budget starts here, after the store reads (src/evaluation/budget.ts).
+        result = evaluateFlags(e.compiled, req, stored, nowMs, { now: clock, deadline: clock() + (job.budgetMs ?? DEFAULT_EVAL_BUDGET_MS) });
       }
       const opts = { shape: job.shape, config: job.config, requestId: job.requestId, evaluatedAt: nowMs, hasFeatureFlags: e.hasFeatureFlags };
       return bytes ? serializeResultBytes(result, opts) : serializeResult(result, opts);
@@ -219,6 +225,9 @@ export class FlagsEngine {
     return { ...job.request, person_properties: fillGeoip(job.request.person_properties, geo) };
   }
 }
+
+/** The budget's clock: monotonic milliseconds (a bound function, so the core can call it bare). */
+const clock: () => number = performance.now.bind(performance);
 
 /** Stored context of a request whose person and groups the node does not hold. */
 const NO_STORED: StoredContext = Object.freeze({});

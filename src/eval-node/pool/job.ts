@@ -28,6 +28,12 @@ export interface FlagsJob {
   /** Body `disable_flags: true`: answer `flags: {}` without evaluating (config still returned). */
   disableFlags: boolean;
   requestId: string;
+  /**
+   * Evaluation time this request may spend across all its flags, in milliseconds, counted from
+   * the start of its evaluation (not its wait in a queue); past it the remaining flags are failed
+   * entries (src/evaluation/budget.ts). Absent: `DEFAULT_EVAL_BUDGET_MS` (src/limits.ts).
+   */
+  budgetMs?: number;
 }
 
 /**

@@ -19,9 +19,9 @@
  * Known gaps vs Rust, each documented in its file:
  * - numbers: JS cannot tell `1.0` from `1` after `JSON.parse`; object keys keep insertion order
  *   where serde_json sorts them (`coerce.ts`);
- * - regex: a JS `RegExp` (`u` flag, Unicode classes translated) stands in for `fancy_regex`;
- *   some syntax is refused, and nested unbounded quantifiers are refused to avoid exponential
- *   backtracking; no backtrack limit otherwise (`regex.ts`);
+ * - regex: RE2 (re2js) and, for lookaround/backreferences, a time-limited JS `RegExp` stand in
+ *   for `fancy_regex`; some syntax and oversized programs are refused, and values longer than
+ *   `MAX_MATCH_SUBJECT_CHARS` are not searched (`regex.ts`, src/limits.ts);
  * - dates: only a subset of the `dateparser` fallback formats (`dates.ts`).
  *
  * Layout: `coerce.ts` (string forms, f64, case folding), `regex.ts`, `dates.ts`, `semver.ts`,

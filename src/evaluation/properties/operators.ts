@@ -10,6 +10,8 @@
  * `not_ends_with`, `not_icontains_multi`, `not_regex`, `not_between` and `is_not_set` true).
  * A filter whose `value` is null or absent is false for every operator but `is_set` and
  * `is_not_set` (Rust returns before looking at the property).
+ * `regex`, `not_regex`, `icontains` and `not_icontains` do not look into a value longer than
+ * `MAX_MATCH_SUBJECT_CHARS` (src/limits.ts): false for both operators, as a match-time error.
  *
  * Everything that depends only on the filter (lower-cased needles, the regex, numbers, semvers,
  * absolute dates) is computed here once; `present` does no parsing of the filter.
@@ -19,6 +21,8 @@ import { parseAbsoluteDate, parseActualDate, parseRelativeDate, resolveRelativeD
 import type { Zone } from './calendar.js';
 import { PropertyFilterError } from './errors.js';
 import { compileRegex, regexSearch } from './regex.js';
+import { MAX_MATCH_SUBJECT_CHARS } from '../../limits.js';
+import { CLOCK_CHECK_CHARS, outOfBudget } from '../budget.js';
 import {
   compareVersions, matchesReq, parseVersion, requirementFor, type Version, type VersionReq,
 } from './semver.js';
@@ -93,8 +97,8 @@ export function compileOperator(operator: string, value: unknown, ctx: OperatorC
     }
     case 'icontains': case 'not_icontains': {
       const needle = asciiLower(stringForm(value));
-      const contains: PresentMatcher = (a) => asciiLower(stringForm(a)).includes(needle);
-      return operator === 'icontains' ? { present: contains, missing: false } : { present: (a) => !contains(a, 0), missing: true };
+      const positive = operator === 'icontains';
+      return { present: (a) => containsMatch(stringForm(a), needle, positive), missing: !positive };
     }
     case 'starts_with': case 'not_starts_with': {
       const needle = asciiLower(stringForm(value));
@@ -154,6 +158,18 @@ export function compileOperator(operator: string, value: unknown, ctx: OperatorC
     default:
       throw new PropertyFilterError('operator', `unknown operator ${JSON.stringify(operator)}`);
   }
+}
+
+/**
+ * `icontains` (`positive`) / `not_icontains` on a present value's string form: an ASCII
+ * case-insensitive substring test. A value longer than {@link MAX_MATCH_SUBJECT_CHARS} is a
+ * match-time error (false for both operators; src/limits.ts), and so is a long value met after
+ * the request's evaluation budget ran out (budget.ts; the flag then fails anyway). The clock is
+ * read only for values longer than {@link CLOCK_CHECK_CHARS}: short ones cost less than reading it.
+ */
+function containsMatch(subject: string, needle: string, positive: boolean): boolean {
+  if (subject.length > CLOCK_CHECK_CHARS && (subject.length > MAX_MATCH_SUBJECT_CHARS || outOfBudget())) return false;
+  return asciiLower(subject).includes(needle) === positive;
 }
 
 // ---------------------------------------------------------------------------------------------

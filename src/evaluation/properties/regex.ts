@@ -1,5 +1,5 @@
 /**
- * `regex` / `not_regex` patterns, evaluated without ever stalling (issue 8 item 3). Sources:
+ * `regex` / `not_regex` patterns, evaluated without ever stalling. Sources:
  * Rust `rust/feature-flags/src/properties/property_matching.rs` (patterns built with
  * fancy_regex, backtrack limit 10,000; a build error or a limit error makes both `regex` and
  * `not_regex` false) and research/posthog-flag-evaluation.md §3.3 "regex": an unanchored search.
@@ -8,15 +8,21 @@
  * plain patterns to the linear `regex` crate and runs only fancy ones by backtracking):
  * - plain patterns (nearly all) are translated to RE2 syntax (regex-translate.ts) and run by
  *   re2js, a pure-JS RE2 whose automata never backtrack: time is linear in pattern × subject,
- *   so no pattern and no subject can stall evaluation (V8 froze a node 3 s on `(\w|\d)+$` and
- *   29 characters). No subject-length cap and no pattern-shape refusal are needed;
+ *   so no pattern can backtrack (V8 froze a node 3 s on `(\w|\d)+$` and 29 characters). Linear
+ *   still has a constant: a program is refused above {@link MAX_REGEX_PROGRAM_UNITS} (see
+ *   {@link programUnits}; `(?i)\w{1,1000}!` cost seconds per 10 KB), as Rust's `size_limit` refuses
+ *   it at build time;
  * - patterns only a backtracking engine runs (lookahead, lookbehind, backreferences, and Unicode
  *   properties RE2 cannot express), and patterns with `\b`/`\B` on a non-ASCII subject (RE2's
  *   word boundary is ASCII, Rust's Unicode), are translated to JS (regex-translate-js.ts) and
  *   run by V8 inside a `node:vm` context with a {@link BACKTRACK_TIMEOUT_MS} time limit, the
  *   stand-in for fancy_regex's backtrack limit: a search that runs out answers as Rust's limit
  *   error does (false for both operators). Costs ~0.15 ms per search (the watchdog thread),
- *   paid only by those patterns.
+ *   paid only by those patterns. The time limit shrinks to what is left of the request's
+ *   evaluation budget (budget.ts); a search cut short by the budget marks the budget spent.
+ *
+ * Subjects longer than {@link MAX_MATCH_SUBJECT_CHARS} are not searched: both operators answer
+ * false, as for Rust's limit error (src/limits.ts gives the rationale).
  *
  * Dialect (both engines): leading inline flags `(?i)`, `(?m)`, `(?s)`, `(?x)`, `(?U)`, `(?u)`/
  * `(?-u)` (`R` ignored); Unicode `\d`, `\s`, `\w`, `\b`; `\pL`, `\p{Greek}`, `\p{sc=Greek}`,
@@ -34,6 +40,8 @@
 
 import vm from 'node:vm';
 import { RE2JS } from 're2js';
+import { MAX_MATCH_SUBJECT_CHARS, MAX_REGEX_PROGRAM_UNITS } from '../../limits.js';
+import { markSpent, remainingMs } from '../budget.js';
 import { Translator } from './regex-translate.js';
 import { BacktrackingTranslator } from './regex-translate-js.js';
 
@@ -69,13 +77,37 @@ export function compileRegex(pattern: string): CompiledRegex | null {
   return compileOrExplain(pattern).compiled;
 }
 
+/** re2js internals read by {@link programUnits} (not in its typings; checked at run time). */
+interface Re2Internals { re2Input?: { prog?: { inst?: ArrayLike<{ runes?: ArrayLike<number> }> } } }
+
+/**
+ * Size of a compiled RE2 program in program units: one per instruction plus one per range of
+ * each character class an instruction tests (a class is stored as `[lo, hi]` pairs). Counting
+ * ranges makes `\w` (about 800 ranges in Unicode) weigh what it costs, as Rust's `size_limit`
+ * counts the bytes of its UTF-8 automata. Falls back to re2js's public instruction count if its
+ * internals ever change shape (then only instructions are counted).
+ */
+export function programUnits(re: RE2JS): number {
+  const inst = (re as unknown as Re2Internals).re2Input?.prog?.inst;
+  if (inst === undefined || typeof inst.length !== 'number') return re.programSize();
+  let units = 0;
+  for (let i = 0; i < inst.length; i++) units += 1 + ((inst[i]!.runes?.length ?? 0) >> 1);
+  return units;
+}
+
 function compileOrExplain(pattern: string): { compiled: CompiledRegex | null; problem: string | null } {
   let re2: RE2JS | null = null;
   let boundaries = false;
   let problem: string | null = null;
   try {
     const t = new Translator(pattern, re2Compiles);
-    re2 = RE2JS.compile(t.translate());
+    const program = RE2JS.compile(t.translate());
+    const units = programUnits(program);
+    if (units > MAX_REGEX_PROGRAM_UNITS) {
+      // Too large for either engine: the backtracking one would run the same blow-up, slower.
+      return { compiled: null, problem: `the compiled pattern is too large (${units} program units, more than ${MAX_REGEX_PROGRAM_UNITS})` };
+    }
+    re2 = program;
     boundaries = t.boundaries;
   } catch (e) {
     problem = e instanceof Error ? e.message : String(e);
@@ -114,17 +146,26 @@ const sandbox = vm.createContext(Object.create(null) as object);
 const search = new vm.Script('r.test(s)');
 
 /**
- * Unanchored search, as Rust's `Regex::find(..).is_some()`. `null` when a backtracking search
- * ran out of time (Rust's limit error: both operators false).
+ * Unanchored search, as Rust's `Regex::find(..).is_some()`. `null` (Rust's limit error: both
+ * operators false) when the subject is longer than {@link MAX_MATCH_SUBJECT_CHARS}, when the
+ * request's evaluation budget is already spent, or when a backtracking search ran out of time;
+ * that time is min({@link BACKTRACK_TIMEOUT_MS}, budget left), and a search stopped by the
+ * budget marks it spent (budget.ts).
  */
 export function regexSearch(compiled: CompiledRegex, subject: string): boolean | null {
+  if (subject.length > MAX_MATCH_SUBJECT_CHARS) return null;
+  const left = remainingMs();
+  if (left === 0) return null;
   if (compiled.re2 !== null && !(compiled.boundaries && !ASCII.test(subject))) return compiled.re2.test(subject);
+  const byBudget = left < BACKTRACK_TIMEOUT_MS;
   const box = sandbox as { r?: RegExp; s?: string };
   box.r = compiled.backtracking!;
   box.s = subject;
   try {
-    return search.runInContext(sandbox, { timeout: BACKTRACK_TIMEOUT_MS }) as boolean;
+    // vm wants a positive integer; rounding up overruns the budget by under 1 ms.
+    return search.runInContext(sandbox, { timeout: byBudget ? Math.ceil(left) : BACKTRACK_TIMEOUT_MS }) as boolean;
   } catch {
+    if (byBudget) markSpent();
     return null;
   } finally {
     box.r = undefined;

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import {
   compilePropertyFilter, PERSON_METADATA_KEY_PREFIX, propertyLookupKey, type PropertyFilter,
 } from '../../../src/evaluation/properties/index.js';
+import { MAX_MATCH_SUBJECT_CHARS } from '../../../src/limits.js';
 
 const NOW = Date.UTC(2024, 0, 15, 12, 0, 0);
 const MISSING = Symbol('missing');
@@ -193,8 +194,10 @@ run('regex / not_regex', [
   ['invalid pattern: not_regex missing still true', 'not_regex', '(', MISSING, true],
   ['invalid pattern: regex missing', 'regex', '(', MISSING, false],
   ['email domain', 'regex', '@posthog\\.com$', 'ben@posthog.com', true],
-  ['long subject (no cap: RE2 is linear)', 'regex', 'a$', 'a'.repeat(100_000), true],
-  ['long subject, not_regex', 'not_regex', 'b', 'a'.repeat(100_000), true],
+  ['subject of MAX_MATCH_SUBJECT_CHARS', 'regex', 'a$', 'a'.repeat(MAX_MATCH_SUBJECT_CHARS), true],
+  ['subject of MAX_MATCH_SUBJECT_CHARS, not_regex', 'not_regex', 'b', 'a'.repeat(MAX_MATCH_SUBJECT_CHARS), true],
+  ['subject past the bound: regex false', 'regex', 'a$', 'a'.repeat(MAX_MATCH_SUBJECT_CHARS + 1), false],
+  ['subject past the bound: not_regex false too', 'not_regex', 'b', 'a'.repeat(MAX_MATCH_SUBJECT_CHARS + 1), false],
 ]);
 
 run('gt / gte / lt / lte', [
