@@ -92,7 +92,7 @@ function answer(ctx: NodeHttpContext, ex: Exchange, head: Head, raw: Buffer): vo
   ex.stage = 'evaluate';
   const result = ctx.evaluator.evaluate({
     projectId: project.id, request, ip: null, shape: 'flags-v2', config: false, onlyOverrideProperties: false,
-    disableFlags: false, requestId: nextRequestId(),
+    disableFlags: false, requestId: nextRequestId(), budgetMs: ctx.config.evalBudgetMs,
   });
   const deliver = (a: string | Uint8Array | null): void => {
     if (a === null) return ex.sendError(errors.internal());
