@@ -1,8 +1,8 @@
 /**
  * Project API key rotation as a system: PostHog's `PATCH /api/projects/:id/reset_token/` on a
  * real control plane, the new project entity over the real gRPC Watch stream to a real node, and
- * the real posthog-node SDK on both keys. During the overlap the replaced key keeps working for
- * remote and local evaluation and capture (its events land in the same project) and for the
+ * the real posthog-node SDK on both keys. During the overlap (and across a settings change of the
+ * project) the replaced key keeps working for remote config, remote and local evaluation and capture (its events land in the same project) and for the
  * control plane's `@current?token=`; after it the node refuses it (the measured delay after the
  * expiry is printed: figures from a shared 2-core machine, noisy). With overlap 0 the replaced
  * key stops as soon as the new one reaches the node.
@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { PostHog } from 'posthog-node';
 import { waitFor } from '../support/wait.js';
-import { createFlag, flags, startCluster, waitForEventsOnce, waitReady, type SystemCluster } from './support.js';
+import { createFlag, flags, get, startCluster, waitForEventsOnce, waitReady, type SystemCluster } from './support.js';
 
 /** Overlap of the first test, in seconds: room for every check below on a loaded machine. */
 const OVERLAP_SECONDS = 8;
@@ -64,6 +64,10 @@ test('reset_token: both keys work during the overlap, on nodes and the control p
     const expiresAt = row!.expires.getTime();
     await waitFor('the new key on the node', async () => (await flags(node.http.url, newToken, 'u')).status === 200, { intervalMs: 10 });
     console.log(`# new key accepted by the node ${Date.now() - resetAt} ms after the reset (noisy shared machine)`);
+    // A settings change during the overlap rewrites the project entity: the replaced key must survive it.
+    assert.equal((await c.t.request('PATCH', `/api/projects/${c.t.projectId}/`, { body: { heatmaps_opt_in: true } })).status, 200);
+    await waitFor('the settings change on the node', async () => (await get(`${node.http.url}/array/${newToken}/config`)).body?.heatmaps === true, { intervalMs: 10 });
+    assert.equal((await get(`${node.http.url}/array/${oldToken}/config`)).body?.heatmaps, true, 'remote config with the replaced key');
 
     // During the overlap: remote and local evaluation and capture with both keys.
     const uuids: string[] = [];
