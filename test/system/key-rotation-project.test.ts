@@ -2,10 +2,11 @@
  * Project API key rotation as a system: PostHog's `PATCH /api/projects/:id/reset_token/` on a
  * real control plane, the new project entity over the real gRPC Watch stream to a real node, and
  * the real posthog-node SDK on both keys. During the overlap (and across a settings change of the
- * project) the replaced key keeps working for remote config, remote and local evaluation and capture (its events land in the same project) and for the
- * control plane's `@current?token=`; after it the node refuses it (the measured delay after the
- * expiry is printed: figures from a shared 2-core machine, noisy). With overlap 0 the replaced
- * key stops as soon as the new one reaches the node.
+ * project) the replaced key keeps working for remote config, remote and local evaluation and
+ * capture (its events land in the same project) and for the control plane's `@current?token=`;
+ * after it the node refuses it (the measured delay after the expiry is printed: figures from a
+ * shared 2-core machine, noisy). With overlap 0 the replaced key stops as soon as the new one
+ * reaches the node.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
