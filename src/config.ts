@@ -144,6 +144,13 @@ export interface Config {
    * go on after the client gave up).
    */
   readonly queryTimeoutMs: number;
+  /**
+   * How long a project API key replaced by `PATCH /api/projects/<id>/reset_token/` keeps working,
+   * in seconds (SWITCHYARD_PROJECT_TOKEN_OVERLAP_SECONDS, default 300; 0 = refused at once, as
+   * PostHog does). During the overlap the control plane and every node accept both keys (capture
+   * with either lands in the project); nodes stop accepting the old one by their own clock.
+   */
+  readonly projectTokenOverlapSeconds: number;
   /** pino level. */
   readonly logLevel: string;
 }
@@ -237,6 +244,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxOutboxBytes: int(env, 'SWITCHYARD_MAX_OUTBOX_BYTES', 1024 * 1024 * 1024, 1024 * 1024, Number.MAX_SAFE_INTEGER),
     eventsRetentionDays: str(env, 'SWITCHYARD_EVENTS_RETENTION_DAYS') === null ? null : int(env, 'SWITCHYARD_EVENTS_RETENTION_DAYS', 0, 1, 36_500),
     queryTimeoutMs: int(env, 'SWITCHYARD_QUERY_TIMEOUT_MS', 120_000, 0, 86_400_000),
+    projectTokenOverlapSeconds: int(env, 'SWITCHYARD_PROJECT_TOKEN_OVERLAP_SECONDS', 300, 0, 30 * 86_400),
     logLevel,
   };
   return Object.freeze(cfg);

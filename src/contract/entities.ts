@@ -53,9 +53,27 @@ export const DEFAULT_PROJECT_SETTINGS: Readonly<ProjectSettings> = Object.freeze
 
 /**
  * Project state a node needs: its API key (tenancy) and its settings (remote config). `settings`
- * is absent on entities written before migration 0006: read them as the defaults.
+ * is absent on entities written before migration 0006: read them as the defaults. The
+ * `previous_api_token` pair is present only while a key replaced by a reset is in its overlap
+ * (absent on entities written before migration 0019: no previous key).
  */
-export interface ProjectEntity { id: number; organization_id: number; name: string; api_token: string; timezone: string; settings?: ProjectSettings }
+export interface ProjectEntity {
+  id: number; organization_id: number; name: string; api_token: string; timezone: string; settings?: ProjectSettings;
+  /** The key the last reset replaced, still accepted until {@link ProjectEntity.previous_api_token_expires_at}. */
+  previous_api_token?: string;
+  /** When `previous_api_token` stops being accepted, in ms since the epoch (checked against the reader's clock). */
+  previous_api_token_expires_at?: number;
+}
+
+/**
+ * Whether `token` authenticates as `project` at `nowMs` (ms since the epoch): the current key
+ * always, the key a reset replaced until its expiry (exclusive). Both tiers apply this rule:
+ * nodes here, the control plane in SQL (http/auth.ts).
+ */
+export function projectAcceptsToken(project: ProjectEntity, token: string, nowMs: number): boolean {
+  if (project.api_token === token) return true;
+  return project.previous_api_token === token && typeof project.previous_api_token_expires_at === 'number' && nowMs < project.previous_api_token_expires_at;
+}
 
 /** A feature flag as evaluation needs it (MinimalFlag, plus `team_id` = project id and remote-config marker). */
 export interface FeatureFlagEntity {
@@ -150,8 +168,16 @@ export function featureFlagEntity(row: FeatureFlagRow): FeatureFlagEntity {
   };
 }
 
-/** A projects row as the change log reads it (settings columns included). */
-export type ProjectEntityRow = { id: number; organization_id: number; name: string; api_token: string; timezone: string } & Partial<ProjectSettings>;
+/** A projects row as the change log reads it (settings and previous-key columns included). */
+export type ProjectEntityRow = {
+  id: number; organization_id: number; name: string; api_token: string; timezone: string;
+  previous_api_token?: string | null; previous_api_token_expires_at?: Date | null;
+} & Partial<ProjectSettings>;
+
+/** Columns of `projects` that {@link projectEntity} reads besides the settings. */
+export const PROJECT_ENTITY_COLUMNS: readonly string[] = Object.freeze([
+  'id', 'organization_id', 'name', 'api_token', 'timezone', 'previous_api_token', 'previous_api_token_expires_at',
+]);
 
 /** The settings columns of a projects row (absent ones: the column defaults). */
 export function projectSettings(row: Partial<ProjectSettings>): ProjectSettings {
@@ -161,9 +187,14 @@ export function projectSettings(row: Partial<ProjectSettings>): ProjectSettings 
   return out;
 }
 
-/** projects row → {@link ProjectEntity}. */
+/** projects row → {@link ProjectEntity} (the previous key only while the row has one). */
 export function projectEntity(row: ProjectEntityRow): ProjectEntity {
-  return { id: row.id, organization_id: row.organization_id, name: row.name, api_token: row.api_token, timezone: row.timezone, settings: projectSettings(row) };
+  const e: ProjectEntity = { id: row.id, organization_id: row.organization_id, name: row.name, api_token: row.api_token, timezone: row.timezone, settings: projectSettings(row) };
+  if (row.previous_api_token && row.previous_api_token_expires_at) {
+    e.previous_api_token = row.previous_api_token;
+    e.previous_api_token_expires_at = row.previous_api_token_expires_at.getTime();
+  }
+  return e;
 }
 
 /** cohorts row → {@link CohortEntity}. */

@@ -25,7 +25,7 @@
 import type { Sql } from '../db/connect.js';
 import type { FeatureFlagRow, ProjectEntityRow } from '../../contract/entities.js';
 import {
-  cohortEntity, featureFlagEntity, groupTypeMappingEntity, groupTypeMappingId, PROJECT_SETTING_KEYS, projectEntity,
+  cohortEntity, featureFlagEntity, groupTypeMappingEntity, groupTypeMappingId, PROJECT_ENTITY_COLUMNS, PROJECT_SETTING_KEYS, projectEntity,
 } from '../../contract/entities.js';
 import type { SnapshotCursor, SnapshotKey, SnapshotRow, SnapshotSource } from '../change-log/snapshot-source.js';
 import { personalApiKeyEntity } from '../keys/store.js';
@@ -58,7 +58,7 @@ const DEFINITION_SOURCES: readonly SnapshotSource[] = [
     SELECT id, name, monthly_flag_requests_limit, quota_limited FROM organizations WHERE id > ${after} ORDER BY id LIMIT ${limit}`,
   (r) => ({ kind: 'organization', entityId: String(r.id), projectId: null, payload: organizationEntity(r) })),
   byId('projects', (sql, after, limit) => sql<ProjectEntityRow[]>`
-    SELECT id, organization_id, name, api_token, timezone, ${sql(PROJECT_SETTING_KEYS as string[])} FROM projects WHERE id > ${after} ORDER BY id LIMIT ${limit}`,
+    SELECT ${sql([...PROJECT_ENTITY_COLUMNS, ...PROJECT_SETTING_KEYS])} FROM projects WHERE id > ${after} ORDER BY id LIMIT ${limit}`,
   (r) => ({ kind: 'project', entityId: String(r.id), projectId: r.id, payload: projectEntity(r) })),
   {
     name: 'group_type_mappings',

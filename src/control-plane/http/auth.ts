@@ -47,8 +47,9 @@ export function requireScope(auth: AuthContext, scope: string): void {
 
 /**
  * Loads the project of a project path and checks access. `@current` (PostHog's alias) is the
- * project whose API key is `token` (posthog-node sends `?token=<phc_…>`), else the first project
- * of the key's organization it may see.
+ * project whose API key is `token` (posthog-node sends `?token=<phc_…>`; a key replaced by a
+ * reset counts until its overlap ends, contract/entities.ts `projectAcceptsToken`), else the
+ * first project of the key's organization it may see.
  * @throws ApiError 404 `Project not found.` (unknown, malformed, or another organization's id);
  *   403 when the key's scoped projects exclude it.
  */
@@ -61,7 +62,8 @@ export async function resolveProject(sql: Sql, auth: AuthContext, rawId: string,
         ${sql(PROJECT_SETTING_KEYS as string[])} FROM projects WHERE id = ${Number(rawId)}`
     : token !== null && token !== ''
       ? await sql<ProjectRow[]>`SELECT id, organization_id, uuid, name, api_token, timezone, created_at,
-          ${sql(PROJECT_SETTING_KEYS as string[])} FROM projects WHERE api_token = ${token}`
+          ${sql(PROJECT_SETTING_KEYS as string[])} FROM projects
+          WHERE api_token = ${token} OR (previous_api_token = ${token} AND previous_api_token_expires_at > clock_timestamp())`
       : await sql<ProjectRow[]>`SELECT id, organization_id, uuid, name, api_token, timezone, created_at,
           ${sql(PROJECT_SETTING_KEYS as string[])} FROM projects
           WHERE organization_id = ${auth.organizationId} AND (${scoped.length === 0} OR id = ANY(${scoped}::bigint[])) ORDER BY id LIMIT 1`;

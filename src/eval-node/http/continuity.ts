@@ -37,6 +37,7 @@ import type { EvaluationRequest } from '../../evaluation/index.js';
 import { MAX_DISTINCT_ID_CHARS, uuidv7 } from '../capture/events.js';
 import type { NodeStore } from '../store/lmdb.js';
 import type { FlagsJob } from '../pool/job.js';
+import { hasOwn } from '../../own-property.js';
 
 /** How long an enqueued (project, distinct_id, anon_id, flags) is remembered, in ms. */
 export const DEDUPE_TTL_MS = 5 * 60_000;
@@ -114,7 +115,7 @@ export class ContinuityRecorder {
     const person = this.deps.store.personByDistinctId(projectId, distinctId);
     if (person !== undefined) {
       const stored = this.deps.store.hashKeyOverrides(projectId, person.id);
-      if (keys.every((k) => stored[k] !== undefined)) { this.counters.covered++; return; }
+      if (keys.every((k) => hasOwn(stored, k))) { this.counters.covered++; return; }
     }
     const now = this.now();
     const key = `${projectId}\u0000${distinctId}\u0000${anon}\u0000${[...keys].sort().join('\u0000')}`;

@@ -24,6 +24,7 @@ import { Exchange, readBody } from './reply.js';
 import { detectRuntime } from './runtime.js';
 import { jsonTextTooDeep } from '../json-scan.js';
 import { MAX_PAYLOAD_DEPTH } from '../../limits.js';
+import { hasOwn } from '../../own-property.js';
 
 const SINGLE = '/ofrep/v1/evaluate/flags/:key';
 const BULK = '/ofrep/v1/evaluate/flags';
@@ -120,7 +121,8 @@ function authorize(ctx: NodeHttpContext, token: string | null): ProjectEntity {
 
 function send(ex: Exchange, head: Head, flags: Record<string, FlagsV2Entry>): void {
   if (head.key !== '') {
-    const e = ofrepEvaluation(head.key, flags[head.key]);
+    // Own properties only: `__proto__`, `constructor`, `toString`… are flag keys only when a flag has them.
+    const e = ofrepEvaluation(head.key, hasOwn(flags, head.key) ? flags[head.key] : undefined);
     return ex.send(isOfrepFailure(e) ? 404 : 200, JSON.stringify(e));
   }
   const text = JSON.stringify({ flags: Object.keys(flags).map((k) => ofrepEvaluation(k, flags[k])) });

@@ -11,6 +11,14 @@
  * The same server runs inside each IO thread of a multi-threaded node (`ioThread` option;
  * http/io-threads.ts), where the main thread renders /metrics, holds the probe listener and the
  * process metrics, and shares the feed limiter and the GeoIP bytes.
+ *
+ * HTTP/1.0 and Host-less requests: the uWebSockets.js build in package.json (20.30) accepts only
+ * `HTTP/1.1` request lines with a Host header. For anything else its parser neither answers nor
+ * closes: it waits for more bytes, and its fixed 10 s HTTP idle timeout closes the connection
+ * (9–12 s in practice). It offers no hook before parsing, so the node cannot answer them from
+ * JavaScript; clients that send them (HAProxy's default `option httpchk`, old load balancers)
+ * use the probe listener (`SWITCHYARD_PROBE_PORT`, probe-server.ts, node:http). Later
+ * uWebSockets releases answer such requests with 400/505 and close at once.
  */
 import path from 'node:path';
 import uWS from 'uWebSockets.js';

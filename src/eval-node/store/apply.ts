@@ -12,7 +12,7 @@
  * | entities   | [g, kind, entityId]     | entity (msgpack, contract/payload.ts codec)|
  * | owner      | [g, kind, entityId]     | owning project id (project-scoped only)|
  * | byProject  | [g, projectId, kind]    | entityId (dupSort: one value per entity)|
- * | byToken    | [g, api_token]          | project id                             |
+ * | byToken    | [g, api_token]          | project id (also its previous_api_token)|
  * | byKeyHash  | [g, secure_value]       | personal API key id                    |
  * | defsRev    | [g, projectId]          | last revision that changed the project's flags, cohorts or group types |
  * | byDistinctId | [g, projectId, distinctId] | person id (uuid)                   |
@@ -29,6 +29,11 @@
  * and null for cluster-wide entities (organizations, personal API keys). Person, group and
  * hash-key-override changes touch nothing: they arrive with capture, far more often than
  * definitions change, and must not drop compiled-definition caches.
+ *
+ * Project tokens: `byToken` maps both the current key and, while the entity carries one, the key
+ * a reset replaced; whether the latter is still accepted is decided at read time against its
+ * expiry (lmdb.ts `projectByToken`), so its entry may outlive the overlap until the project
+ * changes again.
  *
  * Deleted flags and cohorts: an upsert whose payload has `deleted: true` removes the entity,
  * matching the snapshot, which omits them (control-plane/grpc/snapshot.ts).
@@ -75,12 +80,20 @@ function isDeletedPayload(kind: string, payload: unknown): boolean {
   return SOFT_DELETED_KINDS.has(kind) && typeof payload === 'object' && payload !== null && (payload as { deleted?: unknown }).deleted === true;
 }
 
+/** The keys a project entity is reached by in `byToken`: its API key and any previous one (see the module doc). */
+function projectTokens(entity: object): string[] {
+  const { api_token: token, previous_api_token: previous } = entity as { api_token?: unknown; previous_api_token?: unknown };
+  const out: string[] = [];
+  if (typeof token === 'string') out.push(token);
+  if (typeof previous === 'string' && previous !== token) out.push(previous);
+  return out;
+}
+
 /** Removes the secondary-index entries of an entity's previous state. */
 function unindex(dbs: StoreDbs, gen: number, kind: string, entityId: string, old: unknown): void {
   if (old === undefined || old === null || typeof old !== 'object') return;
   if (kind === 'project') {
-    const token = (old as { api_token?: unknown }).api_token;
-    if (typeof token === 'string') dbs.byToken.removeSync([gen, keyPart(token)]);
+    for (const token of projectTokens(old)) dbs.byToken.removeSync([gen, keyPart(token)]);
   } else if (kind === 'personal_api_key') {
     const hash = (old as { secure_value?: unknown }).secure_value;
     if (typeof hash === 'string') dbs.byKeyHash.removeSync([gen, hash]);
@@ -105,8 +118,8 @@ const putSync: Put = (db, key, value) => { db.putSync(key, value); };
 function index(dbs: StoreDbs, gen: number, kind: string, entityId: string, entity: unknown, put: Put): void {
   if (typeof entity !== 'object' || entity === null) return;
   if (kind === 'project') {
-    const { api_token: token, id } = entity as { api_token?: unknown; id?: unknown };
-    if (typeof token === 'string') put(dbs.byToken, [gen, keyPart(token)], typeof id === 'number' ? id : Number(entityId));
+    const id = (entity as { id?: unknown }).id;
+    for (const token of projectTokens(entity)) put(dbs.byToken, [gen, keyPart(token)], typeof id === 'number' ? id : Number(entityId));
   } else if (kind === 'personal_api_key') {
     const hash = (entity as { secure_value?: unknown }).secure_value;
     if (typeof hash === 'string') put(dbs.byKeyHash, [gen, hash], entityId);

@@ -22,11 +22,14 @@
  */
 import { environmentFigures } from './figures.js';
 import { open, type Database, type RootDatabase } from 'lmdb';
-import type {
-  CohortEntity, FeatureFlagEntity, GroupTypeMappingEntity, OrganizationEntity, PersonalApiKeyEntity, ProjectEntity,
+import {
+  projectAcceptsToken,
+  type CohortEntity, type FeatureFlagEntity, type GroupTypeMappingEntity, type OrganizationEntity, type PersonalApiKeyEntity, type ProjectEntity,
 } from '../../contract/entities.js';
 import { applyChange, entityKey, stageFresh, type GenKey, type StoreChange, type StoreDbs } from './apply.js';
 import { keyPart, wasDigested } from './key-part.js';
+import { setOwn } from '../../own-property.js';
+import { STORE_FORMAT } from '../../contract/store-format.js';
 import { prepareLmdbDir, restrictLmdbFiles } from './files.js';
 import { entityCodec } from './entity-codec.js';
 import { WriteQueue } from './write-queue.js';
@@ -38,7 +41,6 @@ export {
   StoreCorruptionError, StoreStateError,
   type NodeGroup, type NodeHashKeyOverride, type NodePerson, type NodeStore, type ProjectDefinitions, type WritableNodeStore,
 } from './types.js';
-import { STORE_FORMAT } from '../../contract/store-format.js';
 import {
   StoreCorruptionError, StoreStateError,
   type NodeGroup, type NodeHashKeyOverride, type NodePerson, type NodeStore, type ProjectDefinitions, type WritableNodeStore,
@@ -198,11 +200,13 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean; mapSize?
 
     projectByToken(token) {
       const st = state();
-      return memo(tenancyCaches(st).tokens, token, () => {
+      const p = memo(tenancyCaches(st).tokens, token, () => {
         const id = dbs.byToken.get([st.gen, keyPart(token)]);
-        const p = id === undefined ? undefined : dbs.entities.get(entityKey(st.gen, 'project', String(id))) as ProjectEntity | undefined;
-        return p !== undefined && wasDigested(token) && p.api_token !== token ? undefined : p;
+        return id === undefined ? undefined : dbs.entities.get(entityKey(st.gen, 'project', String(id))) as ProjectEntity | undefined;
       });
+      // Checked on every read, not memoised: a replaced key's overlap ends by this clock, with no
+      // write to move the tenancy counter. Also rejects a different token that shares a digested key.
+      return p !== undefined && projectAcceptsToken(p, token, Date.now()) ? p : undefined;
     },
     project(id) {
       const st = state();
@@ -235,7 +239,7 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean; mapSize?
       const out: Record<string, string> = {};
       for (const flagKey of dbs.overridesByPerson.getValues([g, projectId, keyPart(personId)])) {
         const o = dbs.entities.get(entityKey(g, 'hash_key_override', `${projectId}:${personId}:${flagKey}`)) as NodeHashKeyOverride | undefined;
-        if (o) out[flagKey] = o.hash_key;
+        if (o) setOwn(out, flagKey, o.hash_key); // a flag may be keyed `__proto__`
       }
       return out;
     },
