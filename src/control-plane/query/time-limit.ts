@@ -30,13 +30,19 @@ export function limitedTransaction<T>(sql: Sql, limit: number | QueryBudget, wor
   const budget = typeof limit === 'number' ? statementLimit(limit) : limit;
   if (budget.signal.aborted) return Promise.reject(stopError(budget.signal) ?? new QueryStopped(String(budget.signal.reason)));
   let settled = false;
+  let markSettled!: () => void;
+  const whenSettled = new Promise<void>((r) => { markSettled = r; });
+  const settle = (): void => { settled = true; markSettled(); };
   let cancelling: Promise<void> | null = null;
   let pid = 0;
   const cancel = (): void => {
     cancelling ??= (async () => {
       while (!settled) {
         await budget.cancelBackend(pid).catch(() => {});
-        await new Promise((r) => setTimeout(r, CANCEL_RETRY_MS));
+        await new Promise<void>((r) => {
+          const retry = setTimeout(r, CANCEL_RETRY_MS);
+          void whenSettled.then(() => { clearTimeout(retry); r(); });
+        });
       }
     })();
   };
@@ -49,12 +55,12 @@ export function limitedTransaction<T>(sql: Sql, limit: number | QueryBudget, wor
       if (budget.signal.aborted) cancel();
       return await work(stoppable(tx, budget.signal));
     } finally {
-      settled = true;
+      settle();
       budget.signal.removeEventListener('abort', cancel);
     }
   }) as Promise<T>;
   const answered = run.catch((err: unknown) => {
-    settled = true;
+    settle();
     const stopped = stopError(budget.signal);
     if (stopped) throw stopped;
     throw (err as { code?: unknown } | null)?.code === QUERY_CANCELED ? errors.queryTimeout() : err;
