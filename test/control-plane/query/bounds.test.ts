@@ -100,10 +100,10 @@ test('the total deadline answers 504 for a query of many statements, each under 
   assert.ok(took >= DEADLINE_MS, 'answered at the deadline, not before');
   assert.ok(took < STATEMENT_TIMEOUT_MS, 'the deadline, not a statement timeout, stopped it');
   assert.equal(await activeQueryStatements(), 0, 'no statement left running');
-  // The same query within the deadline's reach answers: one series.
-  const one = await query(heavyA, { query: { ...HEAVY_QUERY.query, series: HEAVY_QUERY.query.series.slice(0, 1) } });
+  // A query that fits in the deadline answers: one series over a small project.
+  const one = await query(light.id, { query: { ...HEAVY_QUERY.query, series: HEAVY_QUERY.query.series.slice(0, 1) } });
   assert.equal(one.status, 200, one.text);
-  assert.equal(one.body.results.reduce((s: number, x: { count: number }) => s + x.count, 0), HEAVY_EVENTS);
+  assert.equal(one.body.results.reduce((s: number, x: { count: number }) => s + x.count, 0), 200);
 });
 
 test('a client that disconnects has its statements cancelled: gone from pg_stat_activity within a second', async () => {
