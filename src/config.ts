@@ -151,6 +151,50 @@ export interface Config {
    * with either lands in the project); nodes stop accepting the old one by their own clock.
    */
   readonly projectTokenOverlapSeconds: number;
+  /**
+   * Longest one query may run in total, in ms: every statement of it together, waiting for a
+   * connection included (SWITCHYARD_QUERY_DEADLINE_MS, default 120,000; 0 = no limit). Past it the
+   * running statements are cancelled and the query answers 504 (DatastoreQueryTimeOut).
+   */
+  readonly queryDeadlineMs: number;
+  /**
+   * Queries one project may run at once (`POST /query/`, insights' results; SWITCHYARD_QUERY_CONCURRENCY_PER_PROJECT,
+   * default 3, as PostHog limits concurrent API queries per team; 0 = no cap). One more answers 429 `throttled`.
+   */
+  readonly queryConcurrencyPerProject: number;
+  /**
+   * Connections of the pool queries run on, kept apart from the management API's pool so flag
+   * and key management never wait behind queries (SWITCHYARD_QUERY_POOL_SIZE, default 6). Queries
+   * beyond it wait for a connection within their deadline.
+   */
+  readonly queryPoolSize: number;
+  /**
+   * Failed authentications (unknown personal API keys) one client address may make per minute on
+   * the management API before every request from it that presents a key answers 429 until the
+   * minute is over (SWITCHYARD_AUTH_FAILURES_PER_MINUTE, default 60; 0 = no limit).
+   */
+  readonly authFailuresPerMinute: number;
+  /**
+   * Longest a client may take to send a request's headers on the management API, in ms
+   * (SWITCHYARD_API_HEADERS_TIMEOUT_MS, default 10,000); then the connection is closed (408).
+   */
+  readonly apiHeadersTimeoutMs: number;
+  /**
+   * Longest a client may take to send a whole request (headers and body) on the management API,
+   * in ms (SWITCHYARD_API_REQUEST_TIMEOUT_MS, default 30,000; at least the headers timeout).
+   */
+  readonly apiRequestTimeoutMs: number;
+  /**
+   * How long an idle keep-alive connection to the management API stays open, in ms
+   * (SWITCHYARD_API_KEEP_ALIVE_TIMEOUT_MS, default 65,000: above the 60 s idle timeout of common
+   * load balancers, so they never reuse a connection the server is closing).
+   */
+  readonly apiKeepAliveTimeoutMs: number;
+  /**
+   * Most connections the management API holds open at once (SWITCHYARD_API_MAX_CONNECTIONS,
+   * default 1,024; 0 = no cap); a connection beyond it is closed as soon as it is accepted.
+   */
+  readonly apiMaxConnections: number;
   /** pino level. */
   readonly logLevel: string;
 }
@@ -245,8 +289,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     eventsRetentionDays: str(env, 'SWITCHYARD_EVENTS_RETENTION_DAYS') === null ? null : int(env, 'SWITCHYARD_EVENTS_RETENTION_DAYS', 0, 1, 36_500),
     queryTimeoutMs: int(env, 'SWITCHYARD_QUERY_TIMEOUT_MS', 120_000, 0, 86_400_000),
     projectTokenOverlapSeconds: int(env, 'SWITCHYARD_PROJECT_TOKEN_OVERLAP_SECONDS', 300, 0, 30 * 86_400),
+    queryDeadlineMs: int(env, 'SWITCHYARD_QUERY_DEADLINE_MS', 120_000, 0, 86_400_000),
+    queryConcurrencyPerProject: int(env, 'SWITCHYARD_QUERY_CONCURRENCY_PER_PROJECT', 3, 0, 10_000),
+    queryPoolSize: int(env, 'SWITCHYARD_QUERY_POOL_SIZE', 6, 1, 1_000),
+    authFailuresPerMinute: int(env, 'SWITCHYARD_AUTH_FAILURES_PER_MINUTE', 60, 0, 1_000_000_000),
+    apiHeadersTimeoutMs: int(env, 'SWITCHYARD_API_HEADERS_TIMEOUT_MS', 10_000, 1, 3_600_000),
+    apiRequestTimeoutMs: int(env, 'SWITCHYARD_API_REQUEST_TIMEOUT_MS', 30_000, 1, 3_600_000),
+    apiKeepAliveTimeoutMs: int(env, 'SWITCHYARD_API_KEEP_ALIVE_TIMEOUT_MS', 65_000, 1, 3_600_000),
+    apiMaxConnections: int(env, 'SWITCHYARD_API_MAX_CONNECTIONS', 1_024, 0, 1_000_000),
     logLevel,
   };
+  // Node refuses a headers timeout above the request timeout (the headers are part of the request).
+  if (cfg.apiHeadersTimeoutMs > cfg.apiRequestTimeoutMs) {
+    throw new ConfigError('SWITCHYARD_API_HEADERS_TIMEOUT_MS', `must not exceed SWITCHYARD_API_REQUEST_TIMEOUT_MS (${cfg.apiRequestTimeoutMs})`);
+  }
   return Object.freeze(cfg);
 }
 

@@ -1,13 +1,15 @@
 /**
  * The control plane: migrations (under an advisory lock), first-start bootstrap, the experiment
  * timeseries job queue (pg-boss, started when used), the
- * management API over HTTP, the gRPC service the evaluation nodes watch and report to, a
+ * management API over HTTP (its queries on a pool of their own, query/gate.ts), the gRPC service the evaluation nodes watch and report to, a
  * periodic quota refresh (a new month lifts limits) and, with SWITCHYARD_EVENTS_RETENTION_DAYS,
  * the hourly drop of expired event partitions.
  */
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import { connect, type Sql } from './db/connect.js';
+import { APPLICATION_NAME, connect, type Sql } from './db/connect.js';
+import { QueryGate } from './query/gate.js';
+import { personalApiKeyLookupMetrics } from './keys/store.js';
 import { migrate } from './db/migrate.js';
 import { bootstrap, type BootstrapResult } from './bootstrap.js';
 import { startHttpServer, type RunningHttp } from './http/server.js';
@@ -22,9 +24,14 @@ export const QUOTA_REFRESH_INTERVAL_MS = 60_000;
 /** How often expired event partitions are dropped (SWITCHYARD_EVENTS_RETENTION_DAYS set), in milliseconds. */
 export const EVENTS_RETENTION_INTERVAL_MS = 60 * 60 * 1000;
 
+/** `application_name` of the query pool's connections (pg_stat_activity tells them from management's). */
+export const QUERY_APPLICATION_NAME = `${APPLICATION_NAME}-query`;
+
 /** A running control plane. */
 export interface ControlPlane {
   sql: Sql;
+  /** Where queries run: the query pool (application_name `switchyard-query`), the per-project cap, deadlines. */
+  queries: QueryGate;
   http: RunningHttp;
   /** null when no cluster token is configured (management API only). */
   grpc: GrpcServer | null;
@@ -38,6 +45,12 @@ export interface ControlPlane {
  */
 export async function startControlPlane(config: Config, log: Logger, databaseUrl: string): Promise<ControlPlane> {
   const sql = connect(databaseUrl);
+  // Queries (POST /query/, insights' results) run on a pool of their own: however many run, the
+  // management API's pool stays free for flags and keys.
+  const querySql = connect(databaseUrl, { max: config.queryPoolSize, applicationName: QUERY_APPLICATION_NAME });
+  const queries = new QueryGate(querySql, sql, {
+    deadlineMs: config.queryDeadlineMs, statementTimeoutMs: config.queryTimeoutMs, perProject: config.queryConcurrencyPerProject,
+  });
   const started: { close(): Promise<void> }[] = [];
   try {
     const applied = await migrate(sql);
@@ -50,7 +63,7 @@ export async function startControlPlane(config: Config, log: Logger, databaseUrl
     const grpc = config.clusterToken === null ? null : await startGrpcServer({ sql, config, log });
     if (grpc) started.push(grpc);
     else log.warn('SWITCHYARD_CLUSTER_TOKEN is not set: gRPC is off and no evaluation node can connect');
-    const http = await startHttpServer(deps, allRoutes(deps), {
+    const http = await startHttpServer(deps, allRoutes(deps, queries), {
       ready: async () => { await sql`SELECT 1`; return true; },
       metrics: async () => {
         const [row] = await sql<{ r: number | null }[]>`SELECT max(revision) AS r FROM change_log`;
@@ -60,7 +73,8 @@ export async function startControlPlane(config: Config, log: Logger, databaseUrl
           + `switchyard_change_log_revision ${row?.r ?? 0}\n`
           + '# HELP switchyard_ingest_dead_letter_events Captured events set aside in dead_letter_events because they can never be ingested.\n'
           + '# TYPE switchyard_ingest_dead_letter_events gauge\n'
-          + `switchyard_ingest_dead_letter_events ${dead?.n ?? 0}\n`;
+          + `switchyard_ingest_dead_letter_events ${dead?.n ?? 0}\n`
+          + queries.metrics() + personalApiKeyLookupMetrics();
       },
     }, config.apiPort);
     const quotaTimer = setInterval(() => {
@@ -78,7 +92,7 @@ export async function startControlPlane(config: Config, log: Logger, databaseUrl
     if (retentionTimer) dropExpired();
     let closing: Promise<void> | null = null;
     return {
-      sql, http, grpc, bootstrap: boot,
+      sql, queries, http, grpc, bootstrap: boot,
       close() {
         closing ??= (async () => {
           clearInterval(quotaTimer);
@@ -86,6 +100,7 @@ export async function startControlPlane(config: Config, log: Logger, databaseUrl
           await http.close();
           await grpc?.close();
           await jobs.close();
+          await querySql.end({ timeout: 5 });
           await sql.end({ timeout: 5 });
         })();
         return closing;
@@ -93,6 +108,7 @@ export async function startControlPlane(config: Config, log: Logger, databaseUrl
     };
   } catch (e) {
     for (const s of started) await s.close().catch(() => {});
+    await querySql.end({ timeout: 1 }).catch(() => {});
     await sql.end({ timeout: 1 }).catch(() => {});
     throw e;
   }

@@ -16,6 +16,7 @@ import { numericIdParam } from '../http/params.js';
 import { LIMIT_OFFSET, bool, object, projectParams, str, strings } from '../http/schema-parts.js';
 import type { Deps, JsonSchema, Reply, RequestContext, Route } from '../http/types.js';
 import { DashboardService } from './service.js';
+import type { QueryGate } from '../query/gate.js';
 
 const DASHBOARD_BODY: JsonSchema = object({
   name: str('Name (at most 400 characters).'), description: str('Free text.'), pinned: bool('Listed first.'),
@@ -34,9 +35,9 @@ function flag(ctx: RequestContext, name: string): boolean | null {
   return v === null || v === '' ? null : ['true', '1', 'True'].includes(v);
 }
 
-/** Routes of dashboards and insights. */
-export function dashboardRoutes(deps: Deps): Route[] {
-  const service = new DashboardService(deps.sql, deps.log, deps.config.queryTimeoutMs);
+/** Routes of dashboards and insights; insights' results run through `queries` (query/gate.ts). */
+export function dashboardRoutes(deps: Deps, queries: QueryGate): Route[] {
+  const service = new DashboardService(deps.sql, deps.log, queries);
   const refuseDelete = async (): Promise<Reply> => { throw errors.deleteForbidden(); };
   const routes: Route[] = [];
   const resource = (collection: 'dashboards' | 'insights', noun: string, scopeObject: string, body: JsonSchema, query: JsonSchema,
@@ -74,14 +75,14 @@ export function dashboardRoutes(deps: Deps): Route[] {
   };
   resource('dashboards', 'dashboard', 'dashboard', DASHBOARD_BODY, object({ ...LIMIT_OFFSET, search: str('Substring of the name.') }),
     (ctx, limit, offset) => service.listDashboards(ctx.project.id, ctx.query.get('search'), limit, offset),
-    (ctx, id) => service.getDashboard(ctx.project, id),
-    (ctx) => service.createDashboard(ctx.project, ctx.auth.userId, ctx.body),
-    (ctx, id) => service.updateDashboard(ctx.project, ctx.auth.userId, id, ctx.body));
+    (ctx, id) => service.getDashboard(ctx.project, id, ctx.signal),
+    (ctx) => service.createDashboard(ctx.project, ctx.auth.userId, ctx.body, ctx.signal),
+    (ctx, id) => service.updateDashboard(ctx.project, ctx.auth.userId, id, ctx.body, ctx.signal));
   resource('insights', 'insight', 'insight', INSIGHT_BODY,
     object({ ...LIMIT_OFFSET, short_id: str('The insight\'s short id.'), favorited: str('`true`: starred only.'), search: str('Substring of the name.') }),
     (ctx, limit, offset) => service.listInsights(ctx.project.id, { shortId: ctx.query.get('short_id'), favorited: flag(ctx, 'favorited'), search: ctx.query.get('search') }, limit, offset),
-    (ctx, id) => service.getInsight(ctx.project, id),
-    (ctx) => service.createInsight(ctx.project, ctx.auth.userId, ctx.body),
-    (ctx, id) => service.updateInsight(ctx.project, ctx.auth.userId, id, ctx.body));
+    (ctx, id) => service.getInsight(ctx.project, id, ctx.signal),
+    (ctx) => service.createInsight(ctx.project, ctx.auth.userId, ctx.body, ctx.signal),
+    (ctx, id) => service.updateInsight(ctx.project, ctx.auth.userId, id, ctx.body, ctx.signal));
   return routes;
 }

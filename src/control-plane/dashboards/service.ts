@@ -19,6 +19,7 @@ import { writeActivity } from '../activity/store.js';
 import { diffRecords, updateVerb } from '../activity/diff.js';
 import { boolField, charField, listField, tagify } from '../http/drf-fields.js';
 import { runQuery } from '../query/run.js';
+import type { QueryGate } from '../query/gate.js';
 import {
   dashboardTiles, getDashboards, getInsights, insertInsight, upsertTile, type DashboardRow, type InsightRow,
 } from './store.js';
@@ -108,15 +109,23 @@ const insightAudit = (r: InsightRow): Obj => ({
   dashboards: r.tiles.filter((t) => !t.deleted).map((t) => t.dashboard_id),
 });
 
-/** Dashboard and insight operations of one project; insight queries run under `queryTimeoutMs` (query/time-limit.ts; 0: none). */
+/**
+ * Dashboard and insight operations of one project. Insight results are queries: each runs
+ * through `queries` (query/gate.ts: the query pool, the project's concurrency cap, a deadline)
+ * and stops when `signal` (the request's) aborts.
+ */
 export class DashboardService {
-  constructor(private readonly sql: Sql, private readonly log: Logger, private readonly queryTimeoutMs = 0) {}
+  constructor(private readonly sql: Sql, private readonly log: Logger, private readonly queries: QueryGate) {}
 
-  /** Computes an insight's results; a query that cannot run (or runs past the time limit) gives null (logged), never an error. */
-  async results(project: ProjectRef, r: InsightRow): Promise<InsightResult> {
+  /**
+   * Computes an insight's results; a query that cannot run (unsupported, refused over the
+   * project's concurrency cap, past its time limit, client gone) gives null (logged), never an error.
+   */
+  async results(project: ProjectRef, r: InsightRow, signal?: AbortSignal): Promise<InsightResult> {
     if (!r.query) return { result: null, lastRefresh: null, timezone: null, range: null };
+    const query = r.query;
     try {
-      const res = await runQuery(this.sql, project, r.query, { timeoutMs: this.queryTimeoutMs });
+      const res = await this.queries.run(project.id, signal, (sql, budget) => runQuery(sql, project, query, budget));
       return { result: res.results ?? res, lastRefresh: new Date(), timezone: project.timezone, range: (res.resolved_date_range as Obj | undefined) ?? null };
     } catch (e) {
       if (!(e instanceof ApiError)) throw e;
@@ -138,28 +147,33 @@ export class DashboardService {
   }
 
   /** A live dashboard with its tiles and their results. @throws ApiError 404. */
-  async getDashboard(project: ProjectRef, id: number): Promise<Obj> {
+  async getDashboard(project: ProjectRef, id: number, signal?: AbortSignal): Promise<Obj> {
     const row = (await getDashboards(this.sql, project.id, [id])).get(id);
     if (!row || row.deleted) throw errors.notFound();
     await this.sql`UPDATE dashboards SET last_accessed_at = now() WHERE id = ${id}`;
-    return this.presentDashboard(project, { ...row, last_accessed_at: new Date() });
+    return this.presentDashboard(project, { ...row, last_accessed_at: new Date() }, signal);
   }
 
-  private async presentDashboard(project: ProjectRef, row: DashboardRow): Promise<Obj> {
+  /**
+   * A dashboard with its tiles' results, computed one tile after another: a dashboard holds one
+   * of its project's query slots at a time, however many tiles it has.
+   */
+  private async presentDashboard(project: ProjectRef, row: DashboardRow, signal?: AbortSignal): Promise<Obj> {
     const tiles = await dashboardTiles(this.sql, row.id);
     const insights = await getInsights(this.sql, project.id, tiles.map((t) => t.insight_id));
-    const drawn = await Promise.all(tiles.map(async (tile) => {
+    const drawn = [];
+    for (const tile of tiles) {
       const insight = insights.get(tile.insight_id)!;
-      return { tile, insight, result: await this.results(project, insight) };
-    }));
+      drawn.push({ tile, insight, result: await this.results(project, insight, signal) });
+    }
     return serializeDashboard(row, drawn);
   }
 
   /** Creates a dashboard. @throws ApiError 400. */
-  async createDashboard(project: ProjectRef, userId: number, body: unknown): Promise<Obj> {
+  async createDashboard(project: ProjectRef, userId: number, body: unknown, signal?: AbortSignal): Promise<Obj> {
     const input = validateDashboard(body);
     const row = await this.sql.begin((tx) => this.createDashboardIn(tx, project.id, userId, input)) as DashboardRow;
-    return this.presentDashboard(project, row);
+    return this.presentDashboard(project, row, signal);
   }
 
   /** Creates a dashboard inside `tx` (also for the flags' usage dashboards). */
@@ -176,7 +190,7 @@ export class DashboardService {
   }
 
   /** PATCH semantics; `deleted` soft-deletes or restores. @throws ApiError 404, 400. */
-  async updateDashboard(project: ProjectRef, userId: number, id: number, body: unknown): Promise<Obj> {
+  async updateDashboard(project: ProjectRef, userId: number, id: number, body: unknown, signal?: AbortSignal): Promise<Obj> {
     const input = validateDashboard(body);
     const row = await this.sql.begin(async (tx) => {
       const before = await lockForUpdate(tx, 'dashboards', project.id, id, input.deleted, getDashboards);
@@ -188,7 +202,7 @@ export class DashboardService {
       if (changes.length > 0) await writeActivity(tx, { projectId: project.id, userId, activity: updateVerb(changes), scope: DASHBOARD_ACTIVITY_SCOPE, itemId: String(id), name: after.name, changes });
       return after;
     }) as DashboardRow;
-    return this.presentDashboard(project, row);
+    return this.presentDashboard(project, row, signal);
   }
 
   /** A page of live insights, newest change first; `short_id` and `favorited` filter. */
@@ -203,10 +217,10 @@ export class DashboardService {
   }
 
   /** A live insight with its results. @throws ApiError 404. */
-  async getInsight(project: ProjectRef, id: number): Promise<Obj> {
+  async getInsight(project: ProjectRef, id: number, signal?: AbortSignal): Promise<Obj> {
     const row = (await getInsights(this.sql, project.id, [id])).get(id);
     if (!row || row.deleted) throw errors.notFound();
-    return serializeInsight(row, await this.results(project, row));
+    return serializeInsight(row, await this.results(project, row, signal));
   }
 
   /** Checks that every id is a live dashboard of the project. @throws ApiError 400 (attr `dashboards`). */
@@ -219,7 +233,7 @@ export class DashboardService {
   }
 
   /** Creates an insight, on the dashboards it names. @throws ApiError 400. */
-  async createInsight(project: ProjectRef, userId: number, body: unknown): Promise<Obj> {
+  async createInsight(project: ProjectRef, userId: number, body: unknown, signal?: AbortSignal): Promise<Obj> {
     const input = validateInsight(body);
     const row = await this.sql.begin(async (tx) => {
       await this.checkDashboards(tx, project.id, input.dashboards ?? []);
@@ -232,11 +246,11 @@ export class DashboardService {
       });
       return created;
     }) as InsightRow;
-    return serializeInsight(row, await this.results(project, row));
+    return serializeInsight(row, await this.results(project, row, signal));
   }
 
   /** PATCH semantics; `dashboards` replaces the tile set. @throws ApiError 404, 400. */
-  async updateInsight(project: ProjectRef, userId: number, id: number, body: unknown): Promise<Obj> {
+  async updateInsight(project: ProjectRef, userId: number, id: number, body: unknown, signal?: AbortSignal): Promise<Obj> {
     const input = validateInsight(body);
     const row = await this.sql.begin(async (tx) => {
       const before = await lockForUpdate(tx, 'insights', project.id, id, input.deleted, getInsights);
@@ -254,6 +268,6 @@ export class DashboardService {
       if (changes.length > 0) await writeActivity(tx, { projectId: project.id, userId, activity: updateVerb(changes), scope: INSIGHT_ACTIVITY_SCOPE, itemId: String(id), name: after.name, changes });
       return after;
     }) as InsightRow;
-    return serializeInsight(row, await this.results(project, row));
+    return serializeInsight(row, await this.results(project, row, signal));
   }
 }

@@ -15,10 +15,11 @@ import { cohortRoutes } from '../cohorts/routes.js';
 import { experimentRoutes } from '../experiments/routes.js';
 import { queryRoutes } from '../query/routes.js';
 import { dashboardRoutes } from '../dashboards/routes.js';
+import type { QueryGate } from '../query/gate.js';
 import { usageDashboardRoutes } from '../feature-flags/usage-dashboard-routes.js';
 
-/** All management routes. */
-export function allRoutes(deps: Deps): Route[] {
+/** All management routes; queries (`/query/`, insights' results) run through `queries`. */
+export function allRoutes(deps: Deps, queries: QueryGate): Route[] {
   return [
     ...projectRoutes(deps),
     ...personalApiKeyRoutes(deps),
@@ -31,7 +32,7 @@ export function allRoutes(deps: Deps): Route[] {
     ...eventDefinitionRoutes(deps),
     ...cohortRoutes(deps),
     ...experimentRoutes(deps),
-    ...queryRoutes(deps),
-    ...dashboardRoutes(deps),
+    ...queryRoutes(deps, queries),
+    ...dashboardRoutes(deps, queries),
   ];
 }

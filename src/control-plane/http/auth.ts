@@ -10,6 +10,7 @@ import type { Sql } from '../db/connect.js';
 import { findPersonalApiKey, touchPersonalApiKey } from '../keys/store.js';
 import { hasScope } from '../keys/scopes.js';
 import type { AuthContext, ProjectRow } from './types.js';
+import type { AuthFailureLimiter } from './auth-failures.js';
 import { PROJECT_SETTING_KEYS } from '../../contract/entities.js';
 
 /** Token prefixes handled by other authenticators in PostHog; not personal keys (research §5.1). */
@@ -28,14 +29,22 @@ export function presentedKey(headers: IncomingHttpHeaders, query: URLSearchParam
 }
 
 /**
- * Resolves the caller. @throws ApiError 401 `not_authenticated` (nothing presented) or
- * `authentication_failed` (unknown key).
+ * Resolves the caller. With `failures`, a client `address` past its failed authentications is
+ * refused before the key is looked up, and each unknown key counts against it (./auth-failures.ts).
+ * @throws ApiError 401 `not_authenticated` (nothing presented) or `authentication_failed`
+ *   (unknown key); 429 `throttled` when the address is past its failures.
  */
-export async function authenticate(sql: Sql, headers: IncomingHttpHeaders, query: URLSearchParams): Promise<AuthContext> {
+export async function authenticate(sql: Sql, headers: IncomingHttpHeaders, query: URLSearchParams,
+  failures?: { limiter: AuthFailureLimiter; address: string }): Promise<AuthContext> {
   const presented = presentedKey(headers, query);
   if (!presented) throw errors.notAuthenticated();
+  const waitMs = failures?.limiter.blockedFor(failures.address) ?? 0;
+  if (waitMs > 0) throw errors.throttled(waitMs / 1000);
   const key = await findPersonalApiKey(sql, presented.value);
-  if (!key) throw errors.authenticationFailed(`Personal API key found in request ${presented.where} is invalid.`);
+  if (!key) {
+    failures?.limiter.fail(failures.address);
+    throw errors.authenticationFailed(`Personal API key found in request ${presented.where} is invalid.`);
+  }
   touchPersonalApiKey(sql, key.id);
   return { userId: key.userId, organizationId: key.organizationId, keyId: key.id, scopes: new Set(key.scopes), scopedTeams: key.scopedTeams };
 }

@@ -6,7 +6,10 @@
  *   schema validation → handler → reply
  *
  * Authentication, scope and project run in the route's `onRequest` hook, so a request without
- * a valid key or scope is refused before its body is read. An ApiError at any stage becomes
+ * a valid key or scope is refused before its body is read; a client address past its failed
+ * authentications is refused before any key lookup (./auth-failures.ts). Slow clients are bounded
+ * by headers, request and keep-alive timeouts and a connection cap (SWITCHYARD_API_*); a handler's
+ * context carries a signal that aborts when the client leaves before the answer. An ApiError at any stage becomes
  * PostHog's `{type, code, detail, attr}` (./error-handler.ts); anything else is logged with the
  * request id and answered with a generic 500, and the process keeps serving. Every answer
  * carries `x-request-id` and the security headers (nosniff, no-store unless the route sets its
@@ -26,6 +29,7 @@ import { addSchemaRoute, registerOpenApi, routeSchema } from './openapi.js';
 import { addConsoleRoutes } from './console.js';
 import { methodNotAllowedRoutes, normalisePattern } from './method-not-allowed.js';
 import { registerRateLimits, type Throttle } from './rate-limit.js';
+import { AuthFailureLimiter } from './auth-failures.js';
 import type { AuthContext, Deps, ProjectRow, Reply, RequestContext, Route } from './types.js';
 
 /** A running HTTP server. */
@@ -79,11 +83,18 @@ export async function startHttpServer(deps: Deps, routes: readonly Route[], prob
     bodyLimit: limit,
     exposeHeadRoutes: false,
     routerOptions: { ignoreTrailingSlash: true },
-    keepAliveTimeout: 65_000,
-    requestTimeout: 60_000,
+    // Slow clients (issue: a slowloris connection held 60 s): headers and the whole request must
+    // arrive within their timeouts, checked every connectionsCheckingInterval (Node's default,
+    // 30 s, would let a connection outlive a short timeout by that much).
+    keepAliveTimeout: deps.config.apiKeepAliveTimeoutMs,
+    requestTimeout: deps.config.apiRequestTimeoutMs,
+    http: { headersTimeout: deps.config.apiHeadersTimeoutMs, connectionsCheckingInterval: checkingIntervalMs(deps.config.apiHeadersTimeoutMs) },
     forceCloseConnections: true,
     frameworkErrors: (err, req, reply) => { fail(deps, limit, err, req, reply); },
   });
+  // Past the cap, Node closes a new connection as soon as it is accepted.
+  if (deps.config.apiMaxConnections > 0) app.server.maxConnections = deps.config.apiMaxConnections;
+  const authFailures = new AuthFailureLimiter(deps.config.authFailuresPerMinute);
   app.decorateRequest('resolved', null);
   app.setValidatorCompiler(({ schema, httpPart }) => compileValidator(schema as Record<string, unknown>, (httpPart ?? 'body') as RequestPart));
   // Handlers send JSON text themselves; response schemas only document.
@@ -117,7 +128,7 @@ export async function startHttpServer(deps: Deps, routes: readonly Route[], prob
   await registerOpenApi(app, API_VERSION);
   addProbeRoutes(app, { ready: probes.ready, metrics: async () => (await metrics.render()) + await probes.metrics() });
   addSchemaRoute(app);
-  for (const route of routes) addRoute(app, deps, route, throttle, () => origin);
+  for (const route of routes) addRoute(app, deps, route, throttle, authFailures, () => origin);
   for (const m of notAllowed) {
     app.route({
       method: m.method, url: m.path, schema: { hide: true } as object, config: { pattern: m.path, noBody: true },
@@ -132,7 +143,7 @@ export async function startHttpServer(deps: Deps, routes: readonly Route[], prob
 }
 
 /** Registers one declared route with its auth stage and handler. */
-function addRoute(app: FastifyInstance, deps: Deps, route: Route, throttle: Throttle, origin: () => string): void {
+function addRoute(app: FastifyInstance, deps: Deps, route: Route, throttle: Throttle, authFailures: AuthFailureLimiter, origin: () => string): void {
   const pattern = normalisePattern(route.path);
   app.route({
     method: route.method,
@@ -148,7 +159,7 @@ function addRoute(app: FastifyInstance, deps: Deps, route: Route, throttle: Thro
       } catch {
         throw errors.badRequest('invalid_url', 'Malformed request URL.');
       }
-      const auth = await authenticate(deps.sql, req.headers, url.searchParams);
+      const auth = await authenticate(deps.sql, req.headers, url.searchParams, { limiter: authFailures, address: req.ip });
       if (route.scope) requireScope(auth, route.scope);
       const feed = route.throttle === 'project_feed';
       if (!feed) await throttle(req, auth, null, 'personal_key');
@@ -166,10 +177,32 @@ function addRoute(app: FastifyInstance, deps: Deps, route: Route, throttle: Thro
       const ctx: RequestContext = {
         method: req.method, url: r.url, params: req.params as Record<string, string>, query: r.url.searchParams,
         headers: req.headers, body: req.body, auth: r.auth, project: r.project as ProjectRow, requestId: req.id,
+        signal: clientGone(reply),
       };
       send(reply, await route.handler(ctx));
     },
   });
+}
+
+/**
+ * A signal aborted when the client closes the connection before the answer is sent (a response
+ * closes without finishing only then), so the handler's queries stop (query/gate.ts).
+ */
+function clientGone(reply: FastifyReply): AbortSignal {
+  const gone = new AbortController();
+  const res = reply.raw;
+  if (res.destroyed || res.socket?.destroyed) gone.abort();
+  else res.once('close', () => { if (!res.writableFinished) gone.abort(); });
+  return gone.signal;
+}
+
+/**
+ * How often Node checks connections against the headers and request timeouts, in ms: a quarter
+ * of the headers timeout, between 50 ms and 1 s, so a slow connection is closed at most that
+ * long after its timeout.
+ */
+function checkingIntervalMs(headersTimeoutMs: number): number {
+  return Math.max(50, Math.min(1_000, Math.floor(headersTimeoutMs / 4)));
 }
 
 /** Unauthenticated probes and the index, hidden from the OpenAPI document. */

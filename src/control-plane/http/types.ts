@@ -45,6 +45,8 @@ export interface RequestContext {
   /** The project of a `/api/projects/:project_id/...` path (undefined elsewhere; typed non-null for convenience). */
   readonly project: ProjectRow;
   readonly requestId: string;
+  /** Aborted when the client closes the connection before the answer is sent (queries stop then). */
+  readonly signal?: AbortSignal;
 }
 
 /** A handler's answer; `body` undefined sends an empty body. */

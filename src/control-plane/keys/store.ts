@@ -8,6 +8,12 @@ import type { Sql } from '../db/connect.js';
 import { appendChanges } from '../change-log/store.js';
 import type { PersonalApiKeyEntity } from '../../contract/entities.js';
 import { hashPersonalApiKey, hashesEqual, maskKey, newPersonalApiKey } from './tokens.js';
+import { unknownKeys } from './unknown-keys.js';
+
+/** Database lookups of presented keys made by {@link findPersonalApiKey} since the process started. */
+let lookups = 0;
+/** Presented keys answered from the memory of unknown keys, without a lookup. */
+let remembered = 0;
 
 /** A resolved key. */
 export interface PersonalApiKeyRecord {
@@ -42,20 +48,35 @@ export async function createPersonalApiKey(sql: Sql, k: NewKey): Promise<{ id: s
     await appendChanges(tx, [{ projectId: null, kind: 'personal_api_key', entityId: id, op: 'upsert',
       payload: personalApiKeyEntity({ id, organization_id: user.organization_id, secure_value: secure, scopes: k.scopes, scoped_teams: k.scopedTeams ?? [] }) }]);
   });
+  unknownKeys.forget(secure); // a miss remembered before the key existed must not refuse it
   return { id, value };
 }
 
 /**
  * Resolves a presented key value; undefined when unknown or its user is inactive. The lookup
- * is by the hash's unique index and the stored hash is then compared in constant time.
+ * is by the hash's unique index and the stored hash is then compared in constant time. A miss
+ * is remembered for a few seconds (./unknown-keys.ts): the same wrong key again is answered
+ * without a lookup.
  */
 export async function findPersonalApiKey(sql: Sql, value: string): Promise<PersonalApiKeyRecord | undefined> {
   const secure = hashPersonalApiKey(value);
+  if (unknownKeys.has(secure)) { remembered++; return undefined; }
+  lookups++;
   const [row] = await sql<KeyRow[]>`
     SELECT k.id, k.user_id, u.organization_id, k.secure_value, k.scopes, k.scoped_teams, u.is_active
     FROM personal_api_keys k JOIN users u ON u.id = k.user_id WHERE k.secure_value = ${secure}`;
-  if (!row || !row.is_active || !hashesEqual(row.secure_value, secure)) return undefined;
+  if (!row || !row.is_active || !hashesEqual(row.secure_value, secure)) { unknownKeys.add(secure); return undefined; }
   return { id: row.id, userId: row.user_id, organizationId: row.organization_id, scopes: row.scopes, scopedTeams: row.scoped_teams };
+}
+
+/** Prometheus text of the key lookups: database lookups made, and unknown keys answered from memory. */
+export function personalApiKeyLookupMetrics(): string {
+  return '# HELP switchyard_personal_api_key_lookups_total Presented personal API keys looked up in the database.\n'
+    + '# TYPE switchyard_personal_api_key_lookups_total counter\n'
+    + `switchyard_personal_api_key_lookups_total ${lookups}\n`
+    + '# HELP switchyard_personal_api_key_unknown_remembered_total Presented personal API keys refused as recently unknown, without a lookup.\n'
+    + '# TYPE switchyard_personal_api_key_unknown_remembered_total counter\n'
+    + `switchyard_personal_api_key_unknown_remembered_total ${remembered}\n`;
 }
 
 /** Records use at most once an hour (PostHog behaviour), without blocking the request. */

@@ -2,16 +2,21 @@
  * `POST /api/projects/:project_id/query/` (scope `query:read`; issues 12 and 13): PostHog's query
  * endpoint. `{"query": {"kind": "ExperimentQuery", "experiment_id", "metric"}}` answers an
  * ExperimentQueryResponse; `{"query": {"kind": "TrendsQuery", ...}}` (or an InsightVizNode around
- * one) a TrendsQueryResponse (./run.ts).
+ * one) a TrendsQueryResponse (./run.ts). Over the project's concurrent queries → 429; past the
+ * deadline → 504; a client that leaves has its statements cancelled.
  */
 import { errors } from '../../errors.js';
 import { isJsonObject } from '../../json-shapes.js';
 import { object, projectParams } from '../http/schema-parts.js';
 import type { Deps, Route } from '../http/types.js';
 import { QUERY_KINDS, runQuery } from './run.js';
+import type { QueryGate } from './gate.js';
 
-/** The query route. */
-export function queryRoutes(deps: Deps): Route[] {
+/**
+ * The query route; queries run through `queries` (./gate.ts: their own pool, a cap per project,
+ * a deadline, cancelled when the client leaves).
+ */
+export function queryRoutes(deps: Deps, queries: QueryGate): Route[] {
   return [{
     method: 'POST', path: '/api/projects/:project_id/query', scope: 'query:read',
     schema: {
@@ -29,7 +34,8 @@ export function queryRoutes(deps: Deps): Route[] {
       const body = ctx.body;
       if (!isJsonObject(body)) throw errors.validation('Invalid data. Expected a dictionary.', null);
       if (body.query === undefined) throw errors.required('query');
-      return { status: 200, body: await runQuery(deps.sql, ctx.project, body.query, { timeoutMs: deps.config.queryTimeoutMs }) };
+      const project = ctx.project;
+      return { status: 200, body: await queries.run(project.id, ctx.signal, (sql, budget) => runQuery(sql, project, body.query, budget)) };
     },
   }];
 }

@@ -11,6 +11,7 @@ import { errors } from '../../errors.js';
 import { runExperimentQuery } from '../experiments/results/query-runner.js';
 import { runTrendsQuery, type QueryProject } from '../insights/trends.js';
 import { limitedTransaction } from './time-limit.js';
+import { type QueryBudget, statementLimit } from './budget.js';
 
 /** Query kinds {@link runQuery} answers. */
 export const QUERY_KINDS: readonly string[] = ['ExperimentQuery', 'TrendsQuery', 'InsightVizNode'];
@@ -21,17 +22,17 @@ export function innerQuery(query: JsonObject): JsonObject {
 }
 
 /**
- * Runs one query for `project`; `timeoutMs` bounds each of its statements (time-limit.ts; 0 or
- * absent: none). @returns the kind's response (ExperimentQueryResponse,
- * TrendsQueryResponse). @throws ApiError 400 for an unknown kind or an invalid query, 504 past
- * the time limit.
+ * Runs one query for `project` under `budget` (./budget.ts: per-statement limit, deadline,
+ * stop signal; default: none) on `sql`, the query pool (./gate.ts). @returns the kind's
+ * response (ExperimentQueryResponse, TrendsQueryResponse). @throws ApiError 400 for an unknown
+ * kind or an invalid query, 504 past a time limit.
  */
-export async function runQuery(sql: Sql, project: QueryProject, query: unknown, opts: { timeoutMs?: number } = {}): Promise<JsonObject> {
+export async function runQuery(sql: Sql, project: QueryProject, query: unknown, budget: QueryBudget = statementLimit(0)): Promise<JsonObject> {
   if (!isJsonObject(query)) throw errors.validation('query must be an object with a "kind".', 'query');
   const inner = innerQuery(query);
   switch (inner.kind) {
-    case 'ExperimentQuery': return runExperimentQuery(sql, project.id, inner, { timeoutMs: opts.timeoutMs }) as Promise<JsonObject>;
-    case 'TrendsQuery': return limitedTransaction(sql, opts.timeoutMs ?? 0, (tx) => runTrendsQuery(tx, project, inner));
+    case 'ExperimentQuery': return runExperimentQuery(sql, project.id, inner, { budget }) as Promise<JsonObject>;
+    case 'TrendsQuery': return limitedTransaction(sql, budget, (tx) => runTrendsQuery(tx, project, inner));
     default: throw errors.validation(`Query kind ${JSON.stringify(inner.kind ?? null)} is not supported: use one of ${QUERY_KINDS.join(', ')}.`, 'query');
   }
 }

@@ -12,7 +12,8 @@ import { startTestControlPlane, type TestControlPlane } from '../../support/cont
 import { ingestEvents } from '../../../src/control-plane/ingestion/service.js';
 
 let t: TestControlPlane;
-const TIMEOUT_MS = 300;
+// Long enough that an unblocked statement finishes in time on a loaded machine (suites run side by side).
+const TIMEOUT_MS = 1_000;
 
 /**
  * Holds an ACCESS EXCLUSIVE lock on `table` from another session while `body` is queried: the

@@ -61,7 +61,7 @@ test('GET /api/schema/ is OpenAPI 3.1 that validates against the specification; 
 });
 
 test('every declared route is documented once, with its scope and a summary; probes are not', () => {
-  const declared = allRoutes({ sql: t.db.sql, config: t.config, log: createLogger('silent') });
+  const declared = allRoutes({ sql: t.db.sql, config: t.config, log: createLogger('silent') }, t.cp.queries);
   const listed = new Set(operations.map((o) => `${o.method} ${o.path}`));
   for (const r of declared) {
     const p = `${r.path.replace(/:([a-z_]+)/g, '{$1}')}/`;

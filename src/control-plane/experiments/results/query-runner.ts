@@ -24,6 +24,7 @@ import { materializeExposures } from './exposures.js';
 import { hasMerges } from '../../events/person-merges.js';
 import { exposureSpan, materializeValues, winsorize } from './metric-values.js';
 import { limitedTransaction } from '../../query/time-limit.js';
+import { type QueryBudget, statementLimit } from '../../query/budget.js';
 
 type Obj = JsonObject;
 
@@ -49,14 +50,14 @@ interface VariantAggregate {
 export interface RunOptions {
   /** Compute as of this instant (timeseries); default: the end date, else now. */
   asOf?: Date;
-  /** Longest one statement of the analysis may run, in ms (Postgres statement_timeout); 0 or absent: no limit. */
-  timeoutMs?: number;
+  /** Bounds of the analysis (query/budget.ts: per-statement limit, deadline, stop signal); absent: none. */
+  budget?: QueryBudget;
 }
 
 /**
  * Runs `query` (`{kind: "ExperimentQuery", experiment_id, metric}`) for the project.
  * @throws ApiError 400 for a bad query, a draft experiment or a metric that cannot be computed; 404 for an unknown experiment;
- *   504 when a statement runs past `opts.timeoutMs`.
+ *   504 when a statement runs past its limit or the deadline of `opts.budget` passes.
  */
 export async function runExperimentQuery(sql: Sql, projectId: number, query: unknown, opts: RunOptions = {}): Promise<Obj> {
   if (!isJsonObject(query)) throw errors.validation('query must be an object.', 'query');
@@ -95,8 +96,8 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
   // on its own backend, so both cores); sums, counts and step counts add up across partitions.
   // Winsorization needs percentiles over every entity, so it runs as one partition.
   const partitions = winsorized ? 1 : ANALYSIS_PARTITIONS;
-  const timeout = opts.timeoutMs ?? 0;
-  const parts = await Promise.all(Array.from({ length: partitions }, (_, index) => limitedTransaction(sql, timeout, async (tx) => {
+  const budget = opts.budget ?? statementLimit(0);
+  const parts = await Promise.all(Array.from({ length: partitions }, (_, index) => limitedTransaction(sql, budget, async (tx) => {
     const merges = await hasMerges(tx, projectId);
     await materializeExposures(tx, {
       projectId, flagKey: flag.key, variants, start: experiment.start_date!, end, groupIndex, merges,
