@@ -29,7 +29,7 @@ export const TAIL_MS = 500;
 /** Longest one of B's requests may take before it counts as an error, in ms. */
 const VICTIM_REQUEST_TIMEOUT_MS = 5_000;
 /** Longest {@link HostileStack.settle} waits for the stack to answer promptly again, in ms. */
-const SETTLE_TIMEOUT_MS = 20_000;
+const SETTLE_TIMEOUT_MS = 10_000;
 /** A probe answered within this (ms) counts as prompt when settling (generous: CI cores are shared). */
 const SETTLED_PROBE_MS = 250;
 
@@ -91,12 +91,12 @@ async function spawnNode(controlPlane: string, clusterToken: string, dataDir: st
   return { child, url, output: () => output };
 }
 
-/** Stops `child`: SIGTERM, then SIGKILL after 10 s. */
+/** Stops `child`: SIGTERM, then SIGKILL after 3 s (a node still chewing a hostile body need not finish it). */
 async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  const timer = setTimeout(() => child.kill('SIGKILL'), 3_000);
   await exited;
   clearTimeout(timer);
 }
