@@ -1,5 +1,5 @@
 /**
- * Hostile input as a system (DESIGN.md "Hardening"; spec/API.md limits): one project (A) sends
+ * Hostile input as a system (spec/API.md §8 "Limits"): one project (A) sends
  * what an attacker would — catastrophic regexes to the blast radius, cohorts and flags, bodies
  * built to exhaust a JSON parser, heavy queries, malformed HTTP, invalid keys, a slowloris —
  * against a real control plane (in this process), Postgres and an evaluation node (child
