@@ -1,0 +1,445 @@
+/**
+ * Hostile input as a system (spec/API.md §8 "Limits"): one project (A) sends
+ * what an attacker would — catastrophic regexes to the blast radius, cohorts and flags, bodies
+ * built to exhaust a JSON parser, heavy queries, malformed HTTP, invalid keys, a slowloris —
+ * against a real control plane (in this process), Postgres and an evaluation node (child
+ * process), while another project (B) keeps using `/flags` through the node and the management
+ * API. Each case asserts the attack's intended outcome and that B did not notice: B's `/flags`
+ * p99 and management-API p99 within max(100 ms, 5 × idle) and the control plane's event-loop
+ * delay p99 within max(50 ms, 5 × idle), the idle figures measured first in the same run (the
+ * machine is shared; raw figures are printed, one table row per case, for the record).
+ * Tighten by lowering {@link BASELINE_FACTOR} (1 = the absolute targets).
+ */
+import { after, before, describe, test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { testConfig } from '../../src/config.js';
+import { seedEvents, seedPersons } from '../support/seed-bulk.js';
+import { rawExchange, slowloris, upload, type RawOutcome } from '../support/raw-http.js';
+import { startHostileStack, type Figures, type HostileStack } from './hostile-stack.js';
+
+/** Absolute latency targets (the issue's acceptance), in ms. */
+const TARGET = { flagsP99Ms: 100, apiP99Ms: 100, loopP99Ms: 50 } as const;
+/** A case may be this many times the idle figure when that is above the target (shared CI cores). */
+const BASELINE_FACTOR = 5;
+/** Client-side deadline of one attack request, in ms. */
+const ATTACK_DEADLINE_MS = 5_000;
+/** How long a parser attack may take to be refused, upload included, in ms. */
+const PARSE_BUDGET_MS = 1_500;
+/** How long one `/flags` for A may take, whatever its flags cost (the per-request budget), in ms. */
+const A_FLAGS_BUDGET_MS = 1_000;
+/** How long a malformed HTTP request may stay unanswered and open, in ms. */
+const RAW_BUDGET_MS = 1_000;
+/**
+ * The control plane's request-head timeout set for this test (config knob `apiHeadersTimeoutMs`,
+ * `SWITCHYARD_API_HEADERS_TIMEOUT_MS`), in ms; a slowloris must be closed within it plus slack.
+ */
+const HEADERS_TIMEOUT_MS = 1_000;
+const HEADERS_TIMEOUT_SLACK_MS = 1_000;
+/** Largest growth of the node's RSS while it refuses two huge capture batches at once, in MiB. */
+const RSS_GROWTH_LIMIT_MB = 256;
+/** Persons of A whose emails make `^(?=(a+)+$)` backtrack (~2^30 steps each). */
+const HOSTILE_PERSONS = 100;
+/** Events of A the heavy TrendsQuery reads. */
+const EVENTS = 150_000;
+/** A lookahead over nested quantifiers: exponential on `aaa…a!` in a backtracking engine. */
+const REDOS = '^(?=(a+)+$)';
+
+/** The idle figures of this run; set by the first test. */
+let idle: Figures | undefined;
+const rows: string[][] = [];
+let s: HostileStack;
+
+const fmt = (ms: number) => (Number.isFinite(ms) ? `${ms.toFixed(0)}` : String(ms));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A management-API call with a deadline: status (null if none came) and time in ms. */
+interface Call { status: number | null; ms: number; body: any; error: string | null }
+async function call(method: string, path: string, opts: { key?: string; body?: unknown; raw?: string; deadlineMs?: number } = {}): Promise<Call> {
+  const started = performance.now();
+  try {
+    const res = await fetch(`${s.apiUrl}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${opts.key ?? s.a.keys[0]}`, 'content-type': 'application/json' },
+      body: opts.raw ?? (opts.body === undefined ? undefined : JSON.stringify(opts.body)),
+      signal: AbortSignal.timeout(opts.deadlineMs ?? ATTACK_DEADLINE_MS),
+    });
+    const text = await res.text();
+    let body: unknown;
+    try { body = JSON.parse(text); } catch { body = text; }
+    return { status: res.status, ms: performance.now() - started, body, error: null };
+  } catch (e) {
+    return { status: null, ms: performance.now() - started, body: undefined, error: (e as Error).name === 'TimeoutError' ? 'client deadline' : (e as Error).message };
+  }
+}
+
+/** `POST /flags?v=2` for project A on the node, with a deadline. */
+async function flagsA(personProperties: Record<string, unknown>, deadlineMs = ATTACK_DEADLINE_MS): Promise<Call> {
+  const started = performance.now();
+  try {
+    const res = await fetch(`${s.nodeUrl}/flags?v=2`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ api_key: s.a.token, distinct_id: 'attacker', person_properties: personProperties }),
+      signal: AbortSignal.timeout(deadlineMs),
+    });
+    const text = await res.text();
+    let body: unknown;
+    try { body = JSON.parse(text); } catch { body = text; }
+    return { status: res.status, ms: performance.now() - started, body, error: null };
+  } catch (e) {
+    return { status: null, ms: performance.now() - started, body: undefined, error: (e as Error).name === 'TimeoutError' ? 'client deadline' : (e as Error).message };
+  }
+}
+
+/** "200 in 12 ms", or "no answer (client deadline) after 5000 ms". */
+const outcome = (c: { status: number | null; ms: number; error?: string | null }) =>
+  c.status === null ? `no answer (${c.error}) after ${fmt(c.ms)} ms` : `${c.status} in ${fmt(c.ms)} ms`;
+
+/** Statuses of several calls, counted ("200×3 429×1"), and the slowest time. */
+function summary(calls: { status: number | null; ms: number }[]): string {
+  const counts = new Map<string, number>();
+  for (const c of calls) counts.set(String(c.status ?? 'none'), (counts.get(String(c.status ?? 'none')) ?? 0) + 1);
+  return `${[...counts].map(([k, n]) => `${k}×${n}`).join(' ')}, slowest ${fmt(Math.max(...calls.map((c) => c.ms)))} ms`;
+}
+
+/** Runs `fn` over `items` with at most `width` at a time. */
+async function pool<T, R>(items: readonly T[], width: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, async () => {
+    while (next < items.length) { const i = next++; out[i] = await fn(items[i]!); }
+  }));
+  return out;
+}
+
+/** `A`'s `/flags` in `width` concurrent loops for `forMs`; every call's outcome. */
+async function flagsLoad(personProperties: Record<string, unknown>, width: number, forMs: number): Promise<Call[]> {
+  const calls: Call[] = [];
+  const until = performance.now() + forMs;
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (performance.now() < until) calls.push(await flagsA(personProperties));
+  }));
+  return calls;
+}
+
+/** The limits a case is held to: the targets, or BASELINE_FACTOR × idle when that is larger. */
+function limits(): { flags: number; api: number; loop: number } {
+  assert.ok(idle, 'the idle baseline must run first');
+  return {
+    flags: Math.max(TARGET.flagsP99Ms, BASELINE_FACTOR * idle.flagsP99Ms),
+    api: Math.max(TARGET.apiP99Ms, BASELINE_FACTOR * idle.apiP99Ms),
+    loop: Math.max(TARGET.loopP99Ms, BASELINE_FACTOR * idle.loop.p99Ms),
+  };
+}
+
+/**
+ * Runs one case: `attack` while B's traffic flows; prints its row; then fails listing every
+ * problem — the attack's own (`judge`, which returns a list of unmet expectations) and B's.
+ */
+async function hostileCase<T>(t: TestContext, name: string, attack: () => Promise<T>, describeResult: (r: T) => string, judge: (r: T) => string[]): Promise<T> {
+  const { result, error, figures: f } = await s.measure(attack);
+  if (error !== undefined) throw error;
+  const r = result as T;
+  const row = [
+    name, describeResult(r),
+    `${fmt(f.flagsP99Ms)} ms (n=${f.flagsCount}${f.flagsErrors.length ? `, ${f.flagsErrors.length} failed` : ''})`,
+    `${fmt(f.apiP99Ms)} ms (n=${f.apiCount}${f.apiErrors.length ? `, ${f.apiErrors.length} failed` : ''})`,
+    `${fmt(f.loop.p99Ms)} / ${fmt(f.loop.maxMs)} ms`,
+  ];
+  rows.push(row);
+  t.diagnostic(row.join(' | '));
+  const lim = limits();
+  const problems = judge(r);
+  if (f.flagsP99Ms > lim.flags) problems.push(`B /flags p99 ${fmt(f.flagsP99Ms)} ms > ${fmt(lim.flags)} ms`);
+  if (f.apiP99Ms > lim.api) problems.push(`B management p99 ${fmt(f.apiP99Ms)} ms > ${fmt(lim.api)} ms`);
+  if (f.loop.p99Ms > lim.loop) problems.push(`control-plane loop delay p99 ${fmt(f.loop.p99Ms)} ms > ${fmt(lim.loop)} ms`);
+  if (f.flagsErrors.length) problems.push(`B /flags failed ${f.flagsErrors.length}×: ${[...new Set(f.flagsErrors)].join(', ')}`);
+  if (f.apiErrors.length) problems.push(`B management failed ${f.apiErrors.length}×: ${[...new Set(f.apiErrors)].join(', ')}`);
+  assert.deepEqual(problems, [], `${name}: ${problems.join('; ')}`);
+  return r;
+}
+
+/** Problems of one call expected to answer one of `statuses` within `budgetMs`. */
+function expectAnswer(what: string, c: { status: number | null; ms: number; error?: string | null }, statuses: number[], budgetMs: number): string[] {
+  const p: string[] = [];
+  if (c.status === null || !statuses.includes(c.status)) p.push(`${what}: expected ${statuses.join(' or ')}, got ${outcome(c)}`);
+  else if (c.ms > budgetMs) p.push(`${what}: answered ${c.status} after ${fmt(c.ms)} ms > ${budgetMs} ms`);
+  return p;
+}
+
+/** Cancels the control plane's statements still reading events (what a disconnected query left). */
+async function cancelEventQueries(): Promise<number> {
+  const rows = await s.t.db.sql<{ pid: number }[]>`SELECT pid FROM pg_stat_activity
+    WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active' AND query LIKE '%FROM events e%'`;
+  for (const r of rows) await s.t.db.sql`SELECT pg_cancel_backend(${r.pid})`;
+  return rows.length;
+}
+
+/** Soft-deletes A's flag `id` (so later cases do not pay for it). */
+async function deleteFlag(id: number): Promise<void> {
+  const r = await call('PATCH', `/api/projects/${s.a.id}/feature_flags/${id}/`, { body: { deleted: true } });
+  assert.equal(r.status, 200, `deleting flag ${id}: ${outcome(r)}`);
+}
+
+/** Creates a flag in A and waits until the node serves it (polled without person properties, so no regex runs). */
+async function flagInA(key: string, groups: unknown[]): Promise<number> {
+  const r = await call('POST', `/api/projects/${s.a.id}/feature_flags/`, { body: { key, name: key, filters: { groups } } });
+  assert.equal(r.status, 201, `creating ${key}: ${outcome(r)} ${JSON.stringify(r.body)}`);
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const f = await flagsA({}, 10_000);
+    if (f.status === 200 && (f.body as { flags?: Record<string, unknown> }).flags?.[key] !== undefined) break;
+    assert.ok(Date.now() < deadline, `flag ${key} never reached the node`);
+    await sleep(100);
+  }
+  return (r.body as { id: number }).id;
+}
+
+/** The heavy TrendsQuery: every series reads all of A's events, ranked by a breakdown, by hour. */
+const HEAVY_TRENDS = {
+  query: {
+    kind: 'TrendsQuery', interval: 'hour', dateRange: { date_from: '-7d' },
+    series: Array.from({ length: 50 }, () => ({ kind: 'EventsNode', event: null, math: 'median', math_property: 'n' })),
+    breakdownFilter: { breakdown: 'plan', breakdown_type: 'event', breakdown_limit: 25 },
+  },
+};
+
+/** A `/batch/` body of `n` minimal events, JSON text. */
+function tinyEventsBatch(token: string, n: number): string {
+  return `{"api_key":${JSON.stringify(token)},"batch":[${Array.from({ length: n }, () => '{"event":"e","distinct_id":"d"}').join(',')}]}`;
+}
+
+describe('hostile input from one project leaves another unaffected', { concurrency: false }, () => {
+  before(async () => {
+    // `apiHeadersTimeoutMs` is the knob the slowloris case expects (a Config field not every build has).
+    s = await startHostileStack({ apiHeadersTimeoutMs: HEADERS_TIMEOUT_MS });
+    await seedPersons(s.t.db.sql, s.a.id, Array.from({ length: HOSTILE_PERSONS }, (_, i) => ({ email: `${'a'.repeat(30 + (i % 6))}!`, n: i })), 'hostile-');
+    await seedEvents(s.t.db.sql, s.a.id, EVENTS);
+  });
+
+  after(async () => {
+    const head = ['case', 'attack outcome', 'B /flags p99', 'B mgmt p99', 'CP loop delay p99 / max'];
+    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+    const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i]!)).join(' | ');
+    console.log([
+      'hostile input (figures from a shared machine: noisy). The control plane runs in the test process (its loop delay is',
+      "this thread's); the node is a child process (2 IO threads, evaluation on them); B's traffic runs in a worker thread.",
+      line(head), widths.map((w) => '-'.repeat(w)).join('-|-'), ...rows.map(line),
+    ].join('\n'));
+    await cancelEventQueries().catch(() => 0);
+    await s?.close();
+  });
+
+  test('idle baseline', async (t) => {
+    const { figures } = await s.measure(() => sleep(1_500));
+    idle = figures;
+    const row = ['idle baseline', 'no attack', `${fmt(figures.flagsP99Ms)} ms (n=${figures.flagsCount})`, `${fmt(figures.apiP99Ms)} ms (n=${figures.apiCount})`, `${fmt(figures.loop.p99Ms)} / ${fmt(figures.loop.maxMs)} ms`];
+    rows.push(row);
+    t.diagnostic(row.join(' | '));
+    assert.ok(figures.flagsCount > 10 && figures.apiCount > 10, 'B traffic flowed');
+    assert.deepEqual([...figures.flagsErrors, ...figures.apiErrors], [], 'B traffic without an attack fails nowhere');
+  });
+
+  // 1. Blast radius over persons whose emails make the pattern backtrack.
+  test('blast radius with a catastrophic regex', async (t) => {
+    const body = { condition: { properties: [{ key: 'email', type: 'person', operator: 'regex', value: REDOS }] } };
+    await hostileCase(t, 'blast radius ReDoS', () => call('POST', `/api/projects/${s.a.id}/feature_flags/user_blast_radius/`, { body }),
+      outcome, (c) => expectAnswer('blast radius', c, [200, 504], ATTACK_DEADLINE_MS));
+  });
+
+  // 2. A cohort with the same filter, created then patched (its count is computed over the persons).
+  const cohortFilters = { properties: { type: 'AND', values: [{ key: 'email', type: 'person', operator: 'regex', value: REDOS }] } };
+  let cohortId: number | undefined;
+  test('cohort create with a catastrophic regex', async (t) => {
+    await hostileCase(t, 'cohort create ReDoS', async () => {
+      const c = await call('POST', `/api/projects/${s.a.id}/cohorts/`, { body: { name: 'hostile', filters: cohortFilters } });
+      if (c.status === 201) cohortId = (c.body as { id: number }).id;
+      return c;
+    }, outcome, (c) => expectAnswer('cohort create', c, [201, 400], ATTACK_DEADLINE_MS));
+  });
+
+  test('cohort PATCH with a catastrophic regex', async (t) => {
+    if (cohortId === undefined) {
+      const plain = await call('POST', `/api/projects/${s.a.id}/cohorts/`, { body: { name: 'plain', filters: { properties: { type: 'AND', values: [{ key: 'email', type: 'person', operator: 'icontains', value: '@' }] } } } });
+      assert.equal(plain.status, 201, `a cohort to patch: ${outcome(plain)}`);
+      cohortId = (plain.body as { id: number }).id;
+    }
+    await hostileCase(t, 'cohort PATCH ReDoS', () => call('PATCH', `/api/projects/${s.a.id}/cohorts/${cohortId}/`, { body: { name: 'hostile 2', filters: cohortFilters } }),
+      outcome, (c) => expectAnswer('cohort PATCH', c, [200, 400], ATTACK_DEADLINE_MS));
+  });
+
+  // 3. Flags: a program too large is refused; what is accepted is bounded per request.
+  test('flag regex whose program is too large is refused', async (t) => {
+    const groups = [{ properties: [{ key: 'email', type: 'person', operator: 'regex', value: '(?i)\\w{1,1000}!' }], rollout_percentage: 100 }];
+    const r = await hostileCase(t, 'flag regex (?i)\\w{1,1000}!', () => call('POST', `/api/projects/${s.a.id}/feature_flags/`, { body: { key: 'huge-program', filters: { groups } } }),
+      outcome, (c) => expectAnswer('flag create', c, [400], ATTACK_DEADLINE_MS));
+    if (r.status === 201) await deleteFlag((r.body as { id: number }).id);
+  });
+
+  test('/flags for A with a 100 KB email', async (t) => {
+    // Accepted patterns RE2 runs in linear time — linear in a 100 KB subject too.
+    const id = await flagInA('email-shape', ['[\\w.+-]{1,64}@[\\w-]{1,63}\\.[a-z]{2,10}$', '^[a-z0-9._%+-]{1,64}@example\\.(com|org)$', '(?i)^.{0,80}@.{0,80}$']
+      .map((value) => ({ properties: [{ key: 'email', type: 'person', operator: 'regex', value }], rollout_percentage: 100 })));
+    try {
+      const email = `${'a'.repeat(100 * 1024)}@example.com`;
+      await hostileCase(t, '/flags A, 100 KB email', () => flagsA({ email }), outcome,
+        (c) => expectAnswer('/flags', c, [200], A_FLAGS_BUDGET_MS));
+    } finally { await deleteFlag(id); }
+  });
+
+  test('/flags for A with 100 lookahead condition groups', async (t) => {
+    const id = await flagInA('lookahead-groups', Array.from({ length: 100 }, () =>
+      ({ properties: [{ key: 'email', type: 'person', operator: 'regex', value: REDOS }], rollout_percentage: 100 })));
+    try {
+      await hostileCase(t, '/flags A, 100 lookahead groups', () => flagsLoad({ email: `${'a'.repeat(32)}!` }, 2, 1_000),
+        (calls) => `${summary(calls)}, errorsWhileComputingFlags: ${[...new Set(calls.map((c) => (c.body as { errorsWhileComputingFlags?: boolean } | undefined)?.errorsWhileComputingFlags))].join('/')}`,
+        (calls) => calls.flatMap((c, i) => expectAnswer(`/flags #${i}`, c, [200], A_FLAGS_BUDGET_MS)).slice(0, 3));
+    } finally { await deleteFlag(id); }
+  });
+
+  // 4. Parsers: nesting, key count (event count last: on a build that accepts it, it floods ingestion).
+  const nested = () => Buffer.alloc(18 * 1024 * 1024, '[');
+  test('18 MB of [ to capture /batch/', async (t) => {
+    await hostileCase(t, '18 MB [ → node /batch/', () => upload(`${s.nodeUrl}/batch/`, nested(), {}, ATTACK_DEADLINE_MS), outcome,
+      (c) => expectAnswer('capture', c, [400, 413], PARSE_BUDGET_MS));
+  });
+
+  test('18 MB of [ to capture /e/', async (t) => {
+    await hostileCase(t, '18 MB [ → node /e/', () => upload(`${s.nodeUrl}/e/`, nested(), {}, ATTACK_DEADLINE_MS), outcome,
+      (c) => expectAnswer('capture', c, [400, 413], PARSE_BUDGET_MS));
+  });
+
+  test('18 MB of [ to the management API', async (t) => {
+    await hostileCase(t, '18 MB [ → CP feature_flags', () => upload(`${s.apiUrl}/api/projects/${s.a.id}/feature_flags/`, nested(), { authorization: `Bearer ${s.a.keys[0]}` }, ATTACK_DEADLINE_MS),
+      outcome, (c) => expectAnswer('management API', c, [400, 413], PARSE_BUDGET_MS));
+  });
+
+  test('an event with 1.5 M property keys', async (t) => {
+    const keys = Array.from({ length: 1_500_000 }, (_, i) => `"k${i}":0`).join(',');
+    const body = `{"api_key":${JSON.stringify(s.a.token)},"batch":[{"event":"e","distinct_id":"d","properties":{${keys}}}]}`;
+    await hostileCase(t, '1.5 M keys → node /batch/', () => upload(`${s.nodeUrl}/batch/`, body, {}, ATTACK_DEADLINE_MS), outcome,
+      (c) => expectAnswer('capture', c, [400, 413], PARSE_BUDGET_MS));
+  });
+
+  // 5. Queries.
+  test('a heavy TrendsQuery from A', async (t) => {
+    try {
+      await hostileCase(t, 'heavy TrendsQuery', () => call('POST', `/api/projects/${s.a.id}/query/`, { body: HEAVY_TRENDS, deadlineMs: 3_000 }), outcome, () => []);
+    } finally { await cancelEventQueries(); }
+  });
+
+  test('a query whose client disconnects leaves nothing running', async (t) => {
+    try {
+      await hostileCase(t, 'TrendsQuery, client gone at 1 s', async () => {
+        const c = await call('POST', `/api/projects/${s.a.id}/query/`, { body: HEAVY_TRENDS, deadlineMs: 1_000 });
+        await sleep(1_000);
+        const [{ n }] = await s.t.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active' AND query LIKE '%FROM events e%'`;
+        return { c, running: n };
+      }, ({ c, running }) => `${outcome(c)}; ${running} statement(s) running 1 s later`,
+      ({ running }) => (running === 0 ? [] : [`${running} statement(s) still running 1 s after the client left`]));
+    } finally { await cancelEventQueries(); }
+  });
+
+  test('21 concurrent queries from one key', async (t) => {
+    try {
+      await hostileCase(t, '21 concurrent TrendsQuery', () => Promise.all(Array.from({ length: 21 }, () =>
+        call('POST', `/api/projects/${s.a.id}/query/`, { body: HEAVY_TRENDS, deadlineMs: 3_000 }))), summary,
+      (calls) => (calls.some((c) => c.status === 429) ? [] : ['no 429 among 21 concurrent queries']));
+    } finally { await cancelEventQueries(); }
+  });
+
+  // 6. The rest.
+  test('10,000-level JSON bodies to create endpoints', async (t) => {
+    const deep = '['.repeat(10_000) + ']'.repeat(10_000);
+    const targets: [string, string][] = [
+      ['experiment_holdouts', `{"name":"deep","filters":${deep}}`],
+      ['experiments', `{"name":"deep","feature_flag_key":"deep","parameters":${deep}}`],
+      ['experiment_saved_metrics', `{"name":"deep","query":${deep}}`],
+      ['insights', `{"name":"deep","query":${deep}}`],
+      ['dashboards', `{"name":"deep","filters":${deep}}`],
+    ];
+    await hostileCase(t, '10,000-level JSON ×5 endpoints', () => Promise.all(targets.map(([path, raw]) => call('POST', `/api/projects/${s.a.id}/${path}/`, { raw }))),
+      (calls) => calls.map((c, i) => `${targets[i]![0]} ${c.status ?? c.error}`).join(', '),
+      (calls) => calls.flatMap((c, i) => expectAnswer(targets[i]![0], c, [400], ATTACK_DEADLINE_MS)));
+  });
+
+  test('capture with offset 1e300', async (t) => {
+    const body = `{"api_key":${JSON.stringify(s.a.token)},"batch":[{"event":"e","distinct_id":"d","offset":1e300}]}`;
+    await hostileCase(t, 'capture offset 1e300', () => upload(`${s.nodeUrl}/batch/`, body, {}, ATTACK_DEADLINE_MS), outcome,
+      (c) => (c.status !== null && c.status < 500 ? [] : [`expected a 2xx or 4xx, got ${outcome(c)}`]));
+  });
+
+  const rawText = (o: RawOutcome) => (o.timedOut ? `nothing in ${ATTACK_DEADLINE_MS} ms` : o.status !== null ? `${o.status} in ${fmt(o.firstByteMs!)} ms` : `closed in ${fmt(o.closedMs!)} ms`);
+  const rawJudge = (o: RawOutcome) => {
+    const at = o.firstByteMs ?? o.closedMs;
+    return at !== null && at <= RAW_BUDGET_MS ? [] : [`neither answered nor closed within ${RAW_BUDGET_MS} ms (${rawText(o)})`];
+  };
+  test('HTTP/1.0 on the node port', async (t) => {
+    await hostileCase(t, 'HTTP/1.0 → node', () => rawExchange(s.nodeHost, s.nodePort, 'GET /_health HTTP/1.0\r\n\r\n', ATTACK_DEADLINE_MS), rawText, rawJudge);
+  });
+
+  test('HTTP/1.1 without Host on the node port', async (t) => {
+    await hostileCase(t, 'HTTP/1.1 without Host → node', () => rawExchange(s.nodeHost, s.nodePort, 'GET /_health HTTP/1.1\r\n\r\n', ATTACK_DEADLINE_MS), rawText, rawJudge);
+  });
+
+  test('OFREP flag keys that name Object.prototype members', async (t) => {
+    const keys = ['__proto__', 'constructor', 'toString'];
+    await hostileCase(t, 'OFREP __proto__/constructor/toString', () => Promise.all(keys.map(async (key) => {
+      const started = performance.now();
+      const res = await fetch(`${s.nodeUrl}/ofrep/v1/evaluate/flags/${key}`, {
+        method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${s.a.token}` },
+        body: JSON.stringify({ context: { targetingKey: 'attacker' } }), signal: AbortSignal.timeout(ATTACK_DEADLINE_MS),
+      });
+      await res.arrayBuffer();
+      return { status: res.status, ms: performance.now() - started };
+    })), (calls) => calls.map((c, i) => `${keys[i]} ${c.status}`).join(', '),
+    (calls) => calls.flatMap((c, i) => expectAnswer(keys[i]!, c, [404], ATTACK_DEADLINE_MS)));
+  });
+
+  test('600 invalid personal API keys', async (t) => {
+    const keys = Array.from({ length: 600 }, (_, i) => `phx_${i.toString(36).padStart(4, '0')}${Math.random().toString(36).slice(2).padEnd(12, '0')}invalid`);
+    await hostileCase(t, '600 invalid API keys', async () => {
+      const started = performance.now();
+      const calls = await pool(keys, 20, (key) => call('GET', `/api/projects/${s.a.id}/feature_flags/`, { key }));
+      return { calls, ms: performance.now() - started };
+    }, ({ calls, ms }) => `${summary(calls)}, all in ${fmt(ms)} ms`,
+    ({ calls }) => [
+      ...(calls.some((c) => c.status === 429) ? [] : ['no 429 among 600 invalid keys']),
+      ...calls.filter((c) => c.status === 429 && c.ms > 100).slice(0, 1).map((c) => `a 429 took ${fmt(c.ms)} ms`),
+    ]);
+  });
+
+  test('a slowloris on the control-plane port', async (t) => {
+    const knob = 'apiHeadersTimeoutMs' in testConfig();
+    await hostileCase(t, 'slowloris → control plane', () => slowloris(s.apiHost, s.apiPort, `GET /api/projects/ HTTP/1.1\r\nHost: ${s.apiHost}\r\n`, 300, HEADERS_TIMEOUT_MS + HEADERS_TIMEOUT_SLACK_MS + 3_000),
+      (o) => (o.closedMs === null ? `still open after ${fmt(HEADERS_TIMEOUT_MS + HEADERS_TIMEOUT_SLACK_MS + 3_000)} ms` : `closed at ${fmt(o.closedMs)} ms${o.status ? ` after ${o.status}` : ''}`),
+      (o) => [
+        ...(knob ? [] : ['the control plane has no request-head timeout setting (Config.apiHeadersTimeoutMs, SWITCHYARD_API_HEADERS_TIMEOUT_MS)']),
+        ...(o.closedMs !== null && o.closedMs <= HEADERS_TIMEOUT_MS + HEADERS_TIMEOUT_SLACK_MS ? [] : [`slowloris not closed within ${HEADERS_TIMEOUT_MS} + ${HEADERS_TIMEOUT_SLACK_MS} ms`]),
+      ]);
+  });
+
+  const tinyBatch = () => tinyEventsBatch(s.a.token, 600_000);
+  test('600,000 tiny events in one batch', async (t) => {
+    const body = tinyBatch();
+    assert.ok(body.length < testConfig().maxCaptureBodyBytes, 'the batch is under the capture body limit');
+    await hostileCase(t, '600 k events → node /batch/', () => upload(`${s.nodeUrl}/batch/`, body, {}, ATTACK_DEADLINE_MS), outcome,
+      (c) => expectAnswer('capture', c, [400, 413], PARSE_BUDGET_MS));
+  });
+
+  test('two 600,000-event batches at once', async (t) => {
+    const body = tinyBatch();
+    const before = s.nodeRssMb();
+    let peak = before;
+    await hostileCase(t, '2 × 600 k events at once', async () => {
+      const sampler = setInterval(() => { peak = Math.max(peak, s.nodeRssMb()); }, 20);
+      try {
+        return await Promise.all([0, 1].map(() => upload(`${s.nodeUrl}/batch/`, body, {}, ATTACK_DEADLINE_MS)));
+      } finally { clearInterval(sampler); peak = Math.max(peak, s.nodeRssMb()); }
+    }, (calls) => `${summary(calls)}; node RSS ${fmt(before)} → peak ${fmt(peak)} MiB (+${fmt(peak - before)})`,
+    (calls) => [
+      ...calls.flatMap((c, i) => expectAnswer(`batch ${i}`, c, [400, 413], 2 * PARSE_BUDGET_MS)),
+      ...(peak - before <= RSS_GROWTH_LIMIT_MB ? [] : [`node RSS grew ${fmt(peak - before)} MiB > ${RSS_GROWTH_LIMIT_MB} MiB`]),
+    ]);
+  });
+});
