@@ -132,6 +132,12 @@ export interface Config {
   /** Largest size of the capture outbox on a node before capture answers 503, in bytes. */
   readonly maxOutboxBytes: number;
   /**
+   * Copies of a node's store or capture outbox moved aside after damage that are kept, newest
+   * first (SWITCHYARD_KEEP_MOVED_ASIDE, default 3; 0 keeps none); older ones are deleted, an
+   * outbox copy only once its events were recovered (store/aside.ts).
+   */
+  readonly keepMovedAside: number;
+  /**
    * Days of events kept (SWITCHYARD_EVENTS_RETENTION_DAYS; null = keep every event). Whole
    * months are dropped once entirely older, never events a live experiment reads
    * (ingestion/event-partitions.ts).
@@ -286,6 +292,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxApiBodyBytes: int(env, 'SWITCHYARD_MAX_API_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxPublicBodyBytes: int(env, 'SWITCHYARD_MAX_PUBLIC_BODY_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxOutboxBytes: int(env, 'SWITCHYARD_MAX_OUTBOX_BYTES', 1024 * 1024 * 1024, 1024 * 1024, Number.MAX_SAFE_INTEGER),
+    keepMovedAside: int(env, 'SWITCHYARD_KEEP_MOVED_ASIDE', 3, 0, 1_000),
     eventsRetentionDays: str(env, 'SWITCHYARD_EVENTS_RETENTION_DAYS') === null ? null : int(env, 'SWITCHYARD_EVENTS_RETENTION_DAYS', 0, 1, 36_500),
     queryTimeoutMs: int(env, 'SWITCHYARD_QUERY_TIMEOUT_MS', 120_000, 0, 86_400_000),
     projectTokenOverlapSeconds: int(env, 'SWITCHYARD_PROJECT_TOKEN_OVERLAP_SECONDS', 300, 0, 30 * 86_400),

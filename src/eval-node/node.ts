@@ -27,6 +27,8 @@ export interface EvalNode {
   store: WritableNodeStore;
   /** The Watch client: `sync.state()` for `/_ready` (with store.hasCompleteSnapshot()) and `/metrics`. */
   sync: WatchClient;
+  /** 1 when the store was found damaged at start and moved aside (store/recover.ts), else 0. */
+  storeMovedAside: number;
   /** The control plane's snapshot image this node started from (sync/image.ts), or null. */
   image: { revision: number; bytes: number } | null;
   /** Stops syncing and closes the store. */
@@ -54,7 +56,10 @@ export async function startEvalNode(config: Config, log: Logger, opts: EvalNodeO
   const image = config.snapshotImage && !fs.existsSync(path.join(dir, 'data.mdb'))
     ? await installSnapshotImage({ controlPlane: config.controlPlane, clusterToken: config.clusterToken, nodeId, dir, log })
     : null;
-  const store = await openCheckedStore(dir, nlog, config.lmdbMapSize, { probe: image === null });
+  let storeMovedAside = 0;
+  const store = await openCheckedStore(dir, nlog, config.lmdbMapSize, {
+    probe: image === null, keepMovedAside: config.keepMovedAside, onMovedAside: () => { storeMovedAside++; },
+  });
   nlog.info({ revision: store.revision(), complete_snapshot: store.hasCompleteSnapshot(), path: dir, from_image: image !== null }, 'node store open');
   const sync = startWatchClient(store, {
     controlPlane: config.controlPlane,
@@ -67,6 +72,7 @@ export async function startEvalNode(config: Config, log: Logger, opts: EvalNodeO
     nodeId,
     store,
     sync,
+    storeMovedAside,
     image,
     close() {
       closing ??= (async () => {

