@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { checkJsonBudget, describeExcess, type JsonBudget, type JsonBudgetExcess } from '../../src/json-budget.js';
 import { CAPTURE_BODY_BUDGET, FLAGS_BODY_BUDGET, jsonTextTooDeep } from '../../src/eval-node/json-scan.js';
 import { MAX_BODY_MEMBERS, MAX_CAPTURE_EVENTS, MAX_CAPTURE_MEMBERS, MAX_PAYLOAD_DEPTH } from '../../src/limits.js';
+import { prng } from '../support/prng.js';
 
 const LOOSE = { maxDepth: 1000, maxMembers: 1000, maxEvents: 1000 };
 
@@ -22,6 +23,8 @@ const CASES: Case[] = [
   { name: 'brackets inside strings do not count', text: '["[[[[{{{{", "]]]]"]', budget: { maxDepth: 1 }, want: null },
   { name: 'an escaped quote does not end a string', text: '["\\"[[[[", 1]', budget: { maxDepth: 1 }, want: null },
   { name: 'an escaped backslash does end it', text: '["\\\\", [[1]]]', budget: { maxDepth: 2 }, want: { kind: 'depth', limit: 2, key: null } },
+  { name: 'an escaped backslash then an escaped quote', text: '["\\\\\\\"[[[", 1]', budget: { maxDepth: 1 }, want: null },
+  { name: 'a string of backslashes only', text: '["\\\\\\\\", [[1]]]', budget: { maxDepth: 2 }, want: { kind: 'depth', limit: 2, key: null } },
   { name: 'unicode escapes are skipped', text: '["\\u005b\\u007b", "é[", "😀{"]', budget: { maxDepth: 1 }, want: null },
   { name: 'the refusal names the top-level field', text: '{"name":"x","filters":{"groups":[[[1]]]}}', budget: { maxDepth: 3 }, want: { kind: 'depth', limit: 3, key: 'filters' } },
   { name: 'an escaped top-level key is decoded', text: '{"fil\\u0074ers":[[[1]]]}', budget: { maxDepth: 3 }, want: { kind: 'depth', limit: 3, key: 'filters' } },
@@ -57,6 +60,40 @@ for (const c of CASES) {
     assert.deepEqual(checkJsonBudget(c.text, { ...LOOSE, ...c.budget }), c.want);
   });
 }
+
+/** A random JSON value: nested arrays and objects, strings full of brackets, quotes and escapes. */
+function randomValue(rand: () => number, depth: number): unknown {
+  const r = rand();
+  if (depth > 6 || r < 0.3) {
+    const scalars = [0, -1.5e10, true, false, null, '', 'a"b', '[{', '\\', '\\"]}', 'é😀', '\u0000,'];
+    return scalars[Math.floor(rand() * scalars.length)];
+  }
+  const n = Math.floor(rand() * 5);
+  if (r < 0.65) return Array.from({ length: n }, () => randomValue(rand, depth + 1));
+  return Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}${rand() < 0.2 ? '"[' : ''}`, randomValue(rand, depth + 1)]));
+}
+
+/** Depth and member count of a parsed value, by walking it. */
+function measure(v: unknown): { depth: number; members: number } {
+  if (typeof v !== 'object' || v === null) return { depth: 0, members: 0 };
+  const children = Array.isArray(v) ? v : Object.values(v);
+  let depth = 0;
+  let members = children.length;
+  for (const c of children) { const m = measure(c); depth = Math.max(depth, m.depth); members += m.members; }
+  return { depth: depth + 1, members };
+}
+
+test('on random JSON, the scan agrees with a walk of the parsed value, to the unit', () => {
+  const rand = prng(20_240_501);
+  for (let i = 0; i < 300; i++) {
+    const value = randomValue(rand, 0);
+    const text = JSON.stringify(value, null, rand() < 0.5 ? 1 : undefined);
+    const { depth, members } = measure(JSON.parse(text));
+    assert.equal(checkJsonBudget(text, { maxDepth: depth, maxMembers: members }), null, text);
+    if (depth > 0) assert.equal(checkJsonBudget(text, { maxDepth: depth - 1, maxMembers: members })?.kind, 'depth', text);
+    if (members > 0) assert.equal(checkJsonBudget(text, { maxDepth: depth, maxMembers: members - 1 })?.kind, 'members', text);
+  }
+});
 
 test('without maxEvents, events are not counted', () => {
   assert.equal(checkJsonBudget('[1,2,3]', { maxDepth: 5, maxMembers: 5 }), null);
