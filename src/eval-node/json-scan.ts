@@ -1,7 +1,7 @@
 /**
  * The node's budgets for public JSON bodies, checked before they are parsed (src/json-budget.ts):
- * V8's JSON.parse builds all of a body before anyone looks at it, so 20 M `[` took seconds and
- * gigabytes, and a 600,000-event batch under the byte limit held the thread for seconds.
+ * V8's JSON.parse builds all of a body before anyone looks at it: 20 M `[` cost seconds and
+ * gigabytes, and a 600,000-event batch under the byte limit holds the thread for seconds.
  * Pure.
  */
 import { checkJsonBudget, type JsonBudget } from '../json-budget.js';

@@ -169,7 +169,7 @@ export function parseCapturePayload(payload: unknown, nowMs: number, sentAtQuery
     else throw new CaptureRequestError(400, 'invalid_uuid', 'failed to parse request: invalid uuid');
     const sentAt = parseDate(e.sent_at) ?? batchSentAt ?? sentAtQueryMs;
     // The decoded payload is this request's own and nothing else holds it: no copy (a spread of
-    // a 50,000-key object took longer than parsing it).
+    // a 50,000-key object costs more than parsing it).
     const properties: Obj = isObj(e.properties) ? e.properties : {};
     const out: CapturedEventDraft = {
       uuid, event: e.event, distinct_id: distinctId, properties,
