@@ -39,6 +39,37 @@ export const MAX_EVENT_BYTES = 1024 * 1024;
 export const MAX_PAYLOAD_DEPTH = 2 * MAX_JSON_DEPTH;
 
 /**
+ * Deepest management API body: the body object around field values bounded by
+ * {@link MAX_JSON_DEPTH}. Refused before parsing (src/json-budget.ts), so no later recursive
+ * walk (validators, postgres.js's JSON.stringify of a jsonb parameter) can overflow the stack.
+ */
+export const MAX_API_BODY_DEPTH = MAX_JSON_DEPTH + 1;
+
+/**
+ * Most array elements plus object members in one `/flags`, `/decide` or management API body,
+ * counted before parsing (src/json-budget.ts). Their byte limits are 1 MiB by default, so a
+ * legitimate body (person properties by the thousand, a flag with hundreds of groups, a list of
+ * ids by the ten thousand) averages far more than 10 bytes a member; a body of tiny members
+ * (`[0,0,...]`, a 100,000-key object) costs far more to build than its bytes suggest.
+ */
+export const MAX_BODY_MEMBERS = 100_000;
+
+/**
+ * Most array elements plus object members in one capture request, once decoded (its byte limit
+ * is 20 MiB): five times what a dense 1 MB body holds, the most posthog-js sends at once
+ * (recordings are split near 0.9 MB and usually compressed into strings).
+ */
+export const MAX_CAPTURE_MEMBERS = 500_000;
+
+/**
+ * Most events in one capture request (the top-level array or the `batch` array). SDKs send at
+ * most 100 (posthog-node and posthog-python `maxBatchSize`/`upload_size`, mobile SDKs 50) and
+ * posthog-js flushes every few seconds; each event costs validation, a uuid and a
+ * serialisation, so a 600,000-event body under the byte limit held a node for seconds.
+ */
+export const MAX_CAPTURE_EVENTS = 10_000;
+
+/**
  * Longest id (distinct id, group key, token, entity id) used verbatim inside an LMDB key, in
  * UTF-16 code units; longer ids are replaced by a fixed-size digest in the key (at most 3 bytes
  * per code unit, so 400 code units stay well under {@link LMDB_MAX_KEY_BYTES} with the other
