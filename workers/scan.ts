@@ -3,7 +3,14 @@
  * plan once (kept for the last {@link PLAN_CACHE} plans, decoded from the shared JSON on a miss)
  * and runs prepare, match and evaluate tasks against it with the evaluation core. Matching time-
  * slices itself and stops at the scan's deadline (plans.ts `matchRows`).
+ *
+ * Scans are background work next to the event loop serving the API: on Linux the worker lowers
+ * its own thread's scheduling priority to nice {@link SCAN_NICE}, so when cores are scarce the
+ * kernel runs the event loop first (a thread's nice applies to that thread only, `setpriority`
+ * on its thread id). Elsewhere the priority is left as it is.
  */
+import { readlinkSync } from 'node:fs';
+import os from 'node:os';
 import { compilePlan, evaluateOne, matchRows, type CompiledPlan } from '../src/control-plane/scan-pool/plans.js';
 import type { MatchAnswer, PlanRef, PrepareAnswer, ScanPlan, ScanTask } from '../src/control-plane/scan-pool/protocol.js';
 import type { EvaluationResult } from '../src/evaluation/index.js';
@@ -11,6 +18,17 @@ import type { JsonObject } from '../src/json-shapes.js';
 
 /** Compiled plans kept per worker: a scan's chunks reuse its plan; a few scans run at once. */
 const PLAN_CACHE = 8;
+/** Nice value of a scan thread (0 normal, 19 lowest); raising it needs no privilege. */
+const SCAN_NICE = 10;
+
+try {
+  // `/proc/thread-self` → `<pid>/task/<tid>` of the calling thread.
+  const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+  if (Number.isInteger(tid) && tid > 0) os.setPriority(tid, SCAN_NICE);
+} catch {
+  // Not Linux, or no /proc: run at the process's priority.
+}
+
 const plans = new Map<number, CompiledPlan>();
 const decoder = new TextDecoder();
 
