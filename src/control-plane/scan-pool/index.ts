@@ -86,7 +86,7 @@ export class ScanPool {
    * background scan of the same `key` runs; the scan ends when `work` settles. When one with the
    * same `key` is already waiting, this one is folded into it (returns its promise): work reads
    * its input when it starts, so the waiting one sees the latest state. Resolves when the work
-   * has run; rejects as `work` rejects, or when the pool closes before it started.
+   * has run and its slot is free again; rejects as `work` rejects, or when the pool closes before it started.
    */
   background(projectId: number, key: string, work: (scan: Scan) => Promise<void>): Promise<void> {
     if (this.closed) return Promise.reject(new Error('scan pool closed'));
@@ -99,7 +99,7 @@ export class ScanPool {
         const scan = this.open(projectId, this.options.backgroundTimeoutMs);
         const running = `${projectId}:${key}`;
         this.runningKeys.add(running);
-        work(scan).then(resolve, reject).finally(() => { this.runningKeys.delete(running); scan.end(); });
+        work(scan).finally(() => { this.runningKeys.delete(running); scan.end(); }).then(resolve, reject);
       };
     });
     const waiter: Waiter = { key, start, done };
