@@ -14,7 +14,6 @@ import os from 'node:os';
 import { compilePlan, evaluateOne, matchRows, type CompiledPlan } from '../src/control-plane/scan-pool/plans.js';
 import type { MatchAnswer, PlanRef, PrepareAnswer, ScanPlan, ScanTask } from '../src/control-plane/scan-pool/protocol.js';
 import type { EvaluationResult } from '../src/evaluation/index.js';
-import type { JsonObject } from '../src/json-shapes.js';
 
 /** Compiled plans kept per worker: a scan's chunks reuse its plan; a few scans run at once. */
 const PLAN_CACHE = 8;
@@ -50,7 +49,7 @@ export default function scan(task: ScanTask): PrepareAnswer | MatchAnswer | Eval
   const plan = planOf(task.plan);
   switch (task.op) {
     case 'prepare': return plan.prepared;
-    case 'match': return matchRows(plan, task.rows as JsonObject[], task.sliceMs, task.deadlineMs, Date.now);
+    case 'match': return matchRows(plan, task.rows, task.sliceMs, task.deadlineMs, Date.now);
     case 'evaluate': return evaluateOne(plan, task.body, task.stored, Date.now());
   }
 }

@@ -118,18 +118,17 @@ export async function countCohortMembers(sql: Sql, scan: Scan, projectId: number
   const { problem } = await scan.prepare(plan);
   if (problem !== null) throw errors.validation(`Cohort filters cannot be evaluated: ${problem}`, 'filters');
   let count = 0;
-  const cursor = sql<{ id: number; properties: Obj; cohort_ids: string[]; leaves?: number[] }[]>`
-    SELECT p.id::int AS id, p.properties, ARRAY(SELECT cp.cohort_id FROM cohort_people cp WHERE cp.person_id = p.id) AS cohort_ids
+  // One JSON text per person (scan-pool/protocol.ts), with the behavioural leaves it satisfied.
+  const cursor = sql<{ id: number; r: string }[]>`
+    SELECT p.id::int AS id, json_build_array(p.properties, ARRAY(SELECT cp.cohort_id::int FROM cohort_people cp WHERE cp.person_id = p.id))::text AS r
     FROM persons p WHERE p.project_id = ${projectId} ORDER BY p.id`.cursor(PERSON_PAGE);
   for await (const page of cursor) {
-    if (leaves.length > 0) {
-      for (const p of page) {
-        const hit: number[] = [];
-        for (let i = 0; i < leaves.length; i++) if (members[i]!.has(p.id)) hit.push(i);
-        p.leaves = hit;
-      }
-    }
-    count += (await scan.match(plan, page)).length;
+    const rows = page.map((p) => {
+      const hit: number[] = [];
+      for (let i = 0; i < leaves.length; i++) if (members[i]!.has(p.id)) hit.push(i);
+      return [p.r, hit];
+    });
+    count += (await scan.match(plan, rows)).length;
   }
   return count;
 }

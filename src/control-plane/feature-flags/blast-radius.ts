@@ -73,9 +73,9 @@ async function count(sql: Sql, scan: Scan, projectId: number, properties: Obj[],
     if (problem !== null) throw errors.validation(`Invalid condition: ${problem}`, 'condition');
     if (properties.length === 0 || type === undefined) return { users_affected: type === undefined ? 0 : n!, total_users: n! };
     let affected = 0;
-    const cursor = sql<{ group_key: string; properties: Obj }[]>`SELECT group_key, properties FROM groups
+    const cursor = sql<{ r: string }[]>`SELECT json_build_array(group_key, properties)::text AS r FROM groups
       WHERE project_id = ${projectId} AND group_type_index = ${groupIndex}`.cursor(PAGE);
-    for await (const page of cursor) affected += (await scan.match(plan, page)).length;
+    for await (const page of cursor) affected += (await scan.match(plan, page.map((x) => x.r))).length;
     return { users_affected: affected, total_users: n! };
   }
 
@@ -85,10 +85,11 @@ async function count(sql: Sql, scan: Scan, projectId: number, properties: Obj[],
   const [{ n: total }] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM persons WHERE project_id = ${projectId}`;
   if (properties.length === 0) return { users_affected: total!, total_users: total! };
   const usesCohorts = properties.some((p) => p.type === 'cohort');
-  const columns = keys === null ? sql`p.properties AS all` : keys.length === 0 ? sql`NULL AS all`
+  const cohortIds = usesCohorts ? sql`ARRAY(SELECT cp.cohort_id::int FROM cohort_people cp WHERE cp.person_id = p.id)` : sql`NULL::int[]`;
+  const values = keys === null ? sql`p.properties` : keys.length === 0 ? sql`NULL`
     // `<json type>:<text>` when the key is present (even as JSON null), SQL NULL when absent: the core
     // tells missing from null and strings from numbers. Text is ~2.5× cheaper to ship than jsonb.
-    : keys.map((k, i) => sql`jsonb_typeof(p.properties->${k}) || ':' || COALESCE(p.properties->>${k}, '') AS ${sql(`k${i}`)}`).reduce((a, c) => sql`${a}, ${c}`);
+    : keys.map((k) => sql`jsonb_typeof(p.properties->${k}) || ':' || COALESCE(p.properties->>${k}, '')`).reduce((a, c) => sql`${a}, ${c}`);
   // Two halves of the id range read concurrently: Postgres extracts the properties on two
   // backends while the scan pool tests the rows as they arrive.
   const [range] = await sql<{ lo: number | null; hi: number | null }[]>`SELECT min(id)::bigint AS lo, max(id)::bigint AS hi FROM persons WHERE project_id = ${projectId}`;
@@ -96,9 +97,10 @@ async function count(sql: Sql, scan: Scan, projectId: number, properties: Obj[],
   const mid = Math.floor((range.lo + range.hi!) / 2);
   const half = async (from: number, to: number): Promise<number> => {
     let n = 0;
-    const cursor = sql<Obj[]>`SELECT ${columns}, ${usesCohorts ? sql`ARRAY(SELECT cp.cohort_id::int FROM cohort_people cp WHERE cp.person_id = p.id)` : sql`NULL::int[]`} AS cohort_ids
+    // One JSON text per row (scan-pool/protocol.ts): cheap to hand to a worker.
+    const cursor = sql<{ r: string }[]>`SELECT json_build_array(${cohortIds}, ${values})::text AS r
       FROM persons p WHERE p.project_id = ${projectId} AND p.id BETWEEN ${from} AND ${to}`.cursor(PAGE);
-    for await (const page of cursor) n += (await scan.match(plan, page)).length;
+    for await (const page of cursor) n += (await scan.match(plan, page.map((x) => x.r))).length;
     return n;
   };
   const affected = (await Promise.all([half(range.lo, mid), half(mid + 1, range.hi!)])).reduce((a, b) => a + b, 0);

@@ -45,14 +45,15 @@ async function fill(sql: Sql, log: Logger, scan: Scan, projectId: number, cohort
   try {
     const { definitions, timezone } = await loadProjectFlags(sql, projectId);
     const plan = scan.plan({ kind: 'flag-static', definitions, timezone, flagKey: key, variant, nowMs: Date.now() });
-    const cursor = sql<{ id: number; distinct_id: string; properties: Record<string, unknown>; cohort_ids: number[]; overrides: Record<string, string> | null }[]>`
-      SELECT p.id::int AS id, d.distinct_id, p.properties,
-        ARRAY(SELECT cp.cohort_id::int FROM cohort_people cp WHERE cp.person_id = p.id) AS cohort_ids,
-        (SELECT jsonb_object_agg(o.feature_flag_key, o.hash_key) FROM feature_flag_hash_key_overrides o WHERE o.person_id = p.id) AS overrides
+    // One JSON text per person (scan-pool/protocol.ts), and its id for the members written.
+    const cursor = sql<{ id: number; r: string }[]>`
+      SELECT p.id::int AS id, json_build_array(d.distinct_id, p.properties,
+        ARRAY(SELECT cp.cohort_id::int FROM cohort_people cp WHERE cp.person_id = p.id),
+        (SELECT jsonb_object_agg(o.feature_flag_key, o.hash_key) FROM feature_flag_hash_key_overrides o WHERE o.person_id = p.id))::text AS r
       FROM persons p JOIN LATERAL (SELECT min(distinct_id) AS distinct_id FROM person_distinct_ids WHERE person_id = p.id) d ON d.distinct_id IS NOT NULL
       WHERE p.project_id = ${projectId} ORDER BY p.id`.cursor(STATIC_COHORT_PAGE);
     for await (const page of cursor) {
-      const members = (await scan.match(plan, page)).map((i) => page[i]!.id);
+      const members = (await scan.match(plan, page.map((p) => p.r))).map((i) => page[i]!.id);
       if (members.length === 0) continue;
       await sql.begin(async (tx) => {
         const added = await addPersonMembers(tx, cohortId, members);

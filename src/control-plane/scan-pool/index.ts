@@ -16,8 +16,9 @@
  *   deadline); a background scan waits for a slot. Background scans of one key (one cohort)
  *   run one at a time, and one for a key already waiting is folded into the waiting one (a
  *   cohort patched ten times during a calculation is calculated once more, not ten times).
- * - **fair share**: rows go to workers in chunks of at most {@link CHUNK_ROWS}, and a task
- *   returns after {@link SLICE_MS}, so scans of different projects take turns on a worker.
+ * - **fair share**: a match task returns after {@link SLICE_MS} with how far it got, and its
+ *   chunk of rows is sized to about one slice, so scans of different projects take turns on a
+ *   worker.
  *
  * Callers stream rows from a Postgres cursor page by page into {@link Scan.match}; a scan holds
  * one page and one chunk at a time.
@@ -32,8 +33,14 @@ import type { MatchAnswer, PlanRef, PrepareAnswer, ScanPlan, ScanTask } from './
 
 export type { ScanPlan, PlanRef, PrepareAnswer } from './protocol.js';
 
-/** Most rows one match task carries (bounds what is cloned again when a slice ends early). */
+/**
+ * Rows of a scan's first match task. Later tasks carry about what the worker matched in one
+ * slice (doubling while tasks finish early, at most {@link MAX_CHUNK_ROWS}): few round trips
+ * for ordinary filters, and little cloned again when a slice ends early.
+ */
 export const CHUNK_ROWS = 256;
+/** Most rows one match task carries. */
+export const MAX_CHUNK_ROWS = 8_192;
 /** Longest one match task runs before handing the worker to the next task, in milliseconds. */
 export const SLICE_MS = 50;
 /** How long past its scan's deadline a task may run before its worker is terminated, in milliseconds. */
@@ -171,6 +178,9 @@ export class ScanPool {
 
 /** One scan: a deadline and a slot of its project. Not reusable after {@link end}. */
 export class Scan {
+  /** Rows of the next match task (see {@link CHUNK_ROWS}). */
+  private chunkRows = CHUNK_ROWS;
+
   constructor(private readonly owner: ScanPool, readonly projectId: number, readonly deadlineMs: number) {}
 
   /** Encodes a plan once for every task of this scan. */
@@ -185,14 +195,15 @@ export class Scan {
 
   /**
    * Indexes of the `rows` the plan matches, ascending. Rows are plain objects of the plan's row
-   * shape (protocol.ts), sent in chunks of {@link CHUNK_ROWS}.
+   * shape (protocol.ts), sent in chunks of about one slice's work.
    * @throws ApiError 504 when the deadline passes first (the workers stop at it).
    */
   async match(plan: PlanRef, rows: ArrayLike<unknown>): Promise<number[]> {
     const out: number[] = [];
     let start = 0;
     while (start < rows.length) {
-      const end = Math.min(rows.length, start + CHUNK_ROWS);
+      const end = Math.min(rows.length, start + this.chunkRows);
+      const sent = end - start;
       // A plain array: a cursor page is a postgres.js RowList, whose extra fields need not clone.
       const chunk: unknown[] = new Array(end - start);
       for (let i = start; i < end; i++) chunk[i - start] = rows[i];
@@ -200,6 +211,7 @@ export class Scan {
       for (const m of answer.matched) out.push(start + m);
       if (answer.expired) throw errors.queryTimeout();
       start += answer.done;
+      this.chunkRows = answer.done === sent ? Math.min(MAX_CHUNK_ROWS, this.chunkRows * 2) : Math.max(1, answer.done);
     }
     return out;
   }

@@ -17,8 +17,8 @@ type Obj = JsonObject;
 /** A compiled plan: what prepare answers, a row matcher, and (evaluate plans) the project. */
 export interface CompiledPlan {
   readonly prepared: PrepareAnswer;
-  /** Whether one row matches; absent for evaluate plans and plans with a problem. */
-  readonly match: ((row: Obj) => boolean) | null;
+  /** Whether one row (protocol.ts: JSON text, or a tuple holding it) matches; null for evaluate plans and plans with a problem. */
+  readonly match: ((row: unknown) => boolean) | null;
   readonly project: CompiledProject | null;
 }
 
@@ -49,8 +49,11 @@ export function compilePlan(plan: ScanPlan): CompiledPlan {
         const { flagKey, groupType, nowMs } = plan;
         return {
           prepared: { problem: null, personKeys: null }, project,
-          match: (g) => evaluateFlags(project, requestFromBody({ distinct_id: 'blast-radius', groups: { [groupType]: g.group_key as string } }),
-            { group_properties: { [groupType]: g.properties as Obj } }, nowMs).flags[flagKey]?.enabled === true,
+          match: (row) => {
+            const [key, properties] = JSON.parse(row as string) as [string, Obj];
+            return evaluateFlags(project, requestFromBody({ distinct_id: 'blast-radius', groups: { [groupType]: key } }),
+              { group_properties: { [groupType]: properties } }, nowMs).flags[flagKey]?.enabled === true;
+          },
         };
       }
       case 'cohort': {
@@ -60,15 +63,11 @@ export function compilePlan(plan: ScanPlan): CompiledPlan {
         const { cohortId, leafKey, nowMs } = plan;
         return {
           prepared: { problem: null, personKeys: null }, project: null,
-          match: (p) => {
-            let person = p.properties as Obj;
-            const leaves = p.leaves as number[] | undefined;
-            if (leaves && leaves.length > 0) {
-              person = { ...person };
-              for (const i of leaves) person[`${leafKey}${i}`] = 'true';
-            }
-            const ids = p.cohort_ids as (string | number)[];
-            const staticIds = ids.length > 0 ? new Set(ids.map(Number)) : null;
+          match: (row) => {
+            const [json, leaves] = row as [string, number[]];
+            const [person, ids] = JSON.parse(json) as [Obj, number[]];
+            for (const i of leaves) person[`${leafKey}${i}`] = 'true';
+            const staticIds = ids.length > 0 ? new Set(ids) : null;
             return inCohort({ table, person, staticIds, nowMs, memo: new Int8Array(table.size) }, cohortId);
           },
         };
@@ -78,11 +77,10 @@ export function compilePlan(plan: ScanPlan): CompiledPlan {
         const { flagKey, variant, nowMs } = plan;
         return {
           prepared: { problem: null, personKeys: null }, project,
-          match: (p) => {
-            const ids = p.cohort_ids as number[];
-            const r = evaluateFlags(project, requestFromBody({ distinct_id: p.distinct_id, flag_keys_to_evaluate: [flagKey] }), {
-              person_properties: p.properties as Obj, static_cohort_ids: ids.length > 0 ? new Set(ids) : null,
-              hash_key_overrides: p.overrides as Record<string, string> | null,
+          match: (row) => {
+            const [distinctId, properties, ids, overrides] = JSON.parse(row as string) as [string, Obj, number[], Record<string, string> | null];
+            const r = evaluateFlags(project, requestFromBody({ distinct_id: distinctId, flag_keys_to_evaluate: [flagKey] }), {
+              person_properties: properties, static_cohort_ids: ids.length > 0 ? new Set(ids) : null, hash_key_overrides: overrides,
             }, nowMs).flags[flagKey];
             return r !== undefined && r.enabled && !r.failed && (variant === null || r.variant === variant);
           },
@@ -110,13 +108,14 @@ function flagPersons(plan: Extract<ScanPlan, { kind: 'flag-persons' }>): Compile
     ? properties.map((p) => compilePropertyFilter(p as never, { timezone: plan.timezone, matchingVersion: defs.property_matching_version === 2 ? 2 : 1 }))
     : null;
   const request = requestFromBody({ distinct_id: 'blast-radius' });
-  const match = (row: Obj): boolean => {
+  const match = (row: unknown): boolean => {
+    const values = JSON.parse(row as string) as unknown[];
     let person: Obj;
-    if (keys === null) person = (row.all as Obj | null) ?? {};
+    if (keys === null) person = (values[1] as Obj | null) ?? {};
     else {
       person = {};
       for (let i = 0; i < keys.length; i++) {
-        const v = row[`k${i}`] as string | null;
+        const v = values[i + 1] as string | null;
         if (v !== null && v !== undefined) person[keys[i]!] = decodeTyped(v);
       }
     }
@@ -124,7 +123,7 @@ function flagPersons(plan: Extract<ScanPlan, { kind: 'flag-persons' }>): Compile
       for (let i = 0; i < direct.length; i++) if (!direct[i]!.test(person, nowMs)) return false;
       return true;
     }
-    const cohorts = row.cohort_ids as number[] | null;
+    const cohorts = values[0] as number[] | null;
     return evaluateFlags(project, request, { person_properties: person, static_cohort_ids: cohorts && cohorts.length > 0 ? new Set(cohorts) : null }, nowMs)
       .flags[flagKey]?.enabled === true;
   };
@@ -137,7 +136,7 @@ function flagPersons(plan: Extract<ScanPlan, { kind: 'flag-persons' }>): Compile
  * is read before each row, so a row that starts before the deadline finishes. A plan that failed
  * to compile matches nothing.
  */
-export function matchRows(plan: CompiledPlan, rows: readonly Obj[], sliceMs: number, deadlineMs: number, now: () => number): MatchAnswer {
+export function matchRows(plan: CompiledPlan, rows: readonly unknown[], sliceMs: number, deadlineMs: number, now: () => number): MatchAnswer {
   const matched: number[] = [];
   const sliceEndMs = now() + sliceMs;
   const match = plan.match;

@@ -17,15 +17,18 @@ const DEFS: ProjectDefinitions = { flags: [], group_type_mapping: {}, cohorts: {
 const HOSTILE = { key: 'email', type: 'person', operator: 'regex', value: '^(?=(a+)+$)' };
 const hostileEmail = `${'a'.repeat(30)}!`;
 
-/** A flag-persons plan over `properties`, rows carrying the whole properties object. */
+/** A flag-persons plan over `properties`. */
 function personsPlan(properties: unknown[]) {
   return { kind: 'flag-persons' as const, definitions: { ...DEFS, flags: [{ id: 0, key: '$t', active: true, filters: { groups: [{ properties, rollout_percentage: 100 }] } }] } as never, timezone: 'UTC', flagKey: '$t', properties, nowMs: Date.now() };
 }
 
+/** A blast-radius person row (protocol.ts): no static cohorts, one typed value of the plan's one key. */
+const row = (typed: string | null) => JSON.stringify([null, typed]);
+
 test('matchRows: all rows, a slice that ends early, a deadline, a plan that failed', () => {
   const plan = compilePlan(personsPlan([{ key: 'plan', type: 'person', operator: 'exact', value: ['pro'] }]));
   assert.equal(plan.prepared.problem, null);
-  const rows = ['pro', 'free', 'pro', 'pro'].map((p) => ({ k0: `string:${p}` }));
+  const rows = ['pro', 'free', 'pro', 'pro'].map((p) => row(`string:${p}`));
   const cases: { name: string; slice: number; deadline: number; expect: { matched: number[]; done: number; expired: boolean } }[] = [
     { name: 'everything in time', slice: 100, deadline: 1_000, expect: { matched: [0, 2, 3], done: 4, expired: false } },
     // The clock steps 1 ms per read: the slice start reads 0, rows read 1, 2, 3 …
@@ -86,7 +89,7 @@ function quickWork(pool: ScanPool): Promise<number[]> {
     try {
       const plan = s.plan(personsPlan([{ key: 'email', type: 'person', operator: 'icontains', value: 'example' }]));
       await s.prepare(plan);
-      return await s.match(plan, [{ k0: 'string:a@example.com' }, { k0: 'string:b@mail.test' }, {}]);
+      return await s.match(plan, [row('string:a@example.com'), row('string:b@mail.test'), row(null)]);
     } catch (e) {
       if (isApiError(e) && e.status === 504) return null; // a worker still starting on a busy machine
       throw e;
@@ -103,7 +106,7 @@ test('deadline: a match stops cooperatively, a stuck evaluation has its worker t
     const scan = short.begin(1);
     const plan = scan.plan(personsPlan([HOSTILE]));
     assert.deepEqual(await scan.prepare(plan), { problem: null, personKeys: ['email'] });
-    const rows = Array.from({ length: 200 }, () => ({ k0: `string:${hostileEmail}` })); // ≥ 10 s of 50 ms searches
+    const rows = Array.from({ length: 200 }, () => row(`string:${hostileEmail}`)); // ≥ 10 s of 50 ms searches
     const started = Date.now();
     await assert.rejects(scan.match(plan, rows), (e: unknown) => isApiError(e) && e.status === 504);
     scan.end();
