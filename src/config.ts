@@ -119,6 +119,28 @@ export interface Config {
    * yet answered are failed entries and `errorsWhileComputingFlags` is true (src/evaluation/budget.ts).
    */
   readonly evalBudgetMs: number;
+  /**
+   * Worker threads of the control plane's scan pool (SWITCHYARD_SCAN_THREADS, default: half the
+   * cores, 1 to 4), which matches filters against many persons (user_blast_radius, cohort
+   * calculation, evaluation_reasons, my_flags, static cohort for a flag) off the event loop.
+   */
+  readonly scanThreads: number;
+  /**
+   * Scans one project may run at once (SWITCHYARD_SCAN_PROJECT_CONCURRENCY, default 2): a request
+   * past it answers 429 throttled; a cohort calculation past it waits for a slot.
+   */
+  readonly scanProjectConcurrency: number;
+  /**
+   * Longest a scan answering a request may run, in milliseconds (SWITCHYARD_SCAN_TIMEOUT_MS,
+   * default 30 000), waiting for a worker included; past it the request answers 504.
+   */
+  readonly scanTimeoutMs: number;
+  /**
+   * Longest one cohort calculation (or static-cohort fill) may run, in milliseconds
+   * (SWITCHYARD_COHORT_CALCULATION_TIMEOUT_MS, default 300 000); past it the calculation stops
+   * and counts in the cohort's `errors_calculating`, its count unchanged.
+   */
+  readonly cohortCalculationTimeoutMs: number;
   /** Path of a GeoLite2-City .mmdb file. */
   readonly geoipDbPath: string;
   /** Value of the bootstrap personal API key (`phx_…`), or null to generate one. */
@@ -280,6 +302,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ioThreadYoungGenMb: int(env, 'SWITCHYARD_IO_THREAD_YOUNG_GEN_MB', 0, 0, 1024),
     evalTaskTimeoutMs: int(env, 'SWITCHYARD_EVAL_TASK_TIMEOUT_MS', 2_000, 1, 600_000),
     evalBudgetMs: int(env, 'SWITCHYARD_EVAL_BUDGET_MS', DEFAULT_EVAL_BUDGET_MS, 1, 600_000),
+    scanThreads: int(env, 'SWITCHYARD_SCAN_THREADS', Math.min(4, Math.max(1, Math.floor(os.availableParallelism() / 2))), 1, 256),
+    scanProjectConcurrency: int(env, 'SWITCHYARD_SCAN_PROJECT_CONCURRENCY', 2, 1, 1024),
+    scanTimeoutMs: int(env, 'SWITCHYARD_SCAN_TIMEOUT_MS', 30_000, 1, 3_600_000),
+    cohortCalculationTimeoutMs: int(env, 'SWITCHYARD_COHORT_CALCULATION_TIMEOUT_MS', 300_000, 1, 86_400_000),
     maxFlagsBodyBytes: int(env, 'SWITCHYARD_MAX_FLAGS_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxCaptureBodyBytes: int(env, 'SWITCHYARD_MAX_CAPTURE_BODY_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     definitionsRatePerMinute: int(env, 'SWITCHYARD_DEFINITIONS_RATE_PER_MINUTE', 600, 0, 1_000_000_000),
