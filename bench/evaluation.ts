@@ -11,38 +11,7 @@
  * request body (the same-run baselines)? Knobs: BENCH_REQUESTS (default 100000),
  * BENCH_WARMUP (default 20000), BENCH_ROUNDS (default 10).
  *
- * MEASURED (2026-11-21, AMD EPYC 2 vCPU Firecracker VM, Node 20.20.2; the VM was shared with other
- * sessions' benchmarks, load average 4–7 on 2 cores, so rounds vary ±40 %: read the best round
- * as "this code on an idle core" and the median as "under contention"):
- *   evaluateFlags               median 400–490 ns/flag (20–25 µs/request, 40–50k requests/s);
- *                               best round 338–372 ns/flag (17–18 µs/request, 54–59k requests/s)
- *                               (last run: median 427, best 338 ns/flag, 46.9k requests/s)
- *   + JSON.stringify(v2)        median 72–103 µs/request; best 63 µs
- *   + serializeFlagsV2          median 40–51 µs/request;  best 34 µs (same bytes, ~2× faster)
- *   baseline JSON.parse(body)   1.2–2.3 µs/request → evaluateFlags ≈ 10–11× parsing the request
- *   SHA-1 → hash01 per call     hand-written 266–290 ns, crypto.hash 1.0–1.2 µs,
- *                               crypto.createHash 1.4–3.1 µs (createHash would cost 40–90 µs for
- *                               the 30 hashes a request needs; hand-written costs 8 µs)
- *   The peer figures in research/peer-benchmarks.md were taken on a faster, idle Xeon
- *   (createHash 1.5 µs there vs 2.2–3.1 µs here): flagd-core 0.39 µs/flag, posthog-node 13.6.
- *
- * WHERE THE TIME GOES (node --cpu-prof --no-turbo-inlining over 400k requests, self time):
- *   SHA-1 compression (sha1-unrolled.ts)          ~25 %
- *   message assembly + padding (hash.ts)          ~13 %   → SHA-1 ≈ 40 % in all: 30 hashes/request
- *                                                           (20 rollouts + 10 variants; the 20
- *                                                           boolean flags at 100 % hash nothing)
- *   evaluateFlags loop + result object stores     ~18 %   (a fast-mode key template is cloned
- *                                                           per request; dictionary mode was worse)
- *   matchFlag + filtersPass + result objects      ~15 %
- *   property operators (PROPS: icontains, exact)  ~8 %
- *   candidate selection, RequestScope, GC         ~8 %
- * Since (perf branch, bench/flags.ts header): non-failed results are frozen and shared per
- * compiled flag and the flags object comes from a per-project generated object literal instead
- * of a cloned template + keyed stores: evaluateFlags best 16.9 → 14.8 µs/request, A/B in one process.
- * Tried and dropped (no measurable gain under this noise): Int32Array message view with byte
- * swap, per-entry serialised-string cache. Kept: unrolled SHA-1 (~1.7× the loop version),
- * identifier encoded once per request, byte loops instead of TypedArray#set, frozen shared
- * reason/metadata objects (no per-flag allocation but the result itself), internalized keys.
+ * Current figures beside their same-run floors: docs/benchmarks.md (history in git).
  */
 import crypto from 'node:crypto';
 import os from 'node:os';

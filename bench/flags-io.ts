@@ -1,5 +1,5 @@
 /**
- * The `io` mode of `make bench` (issue 14 item 3): for each count in BENCH_IO_THREADS (default
+ * The `io` mode of `make bench`: for each count in BENCH_IO_THREADS (default
  * `1,2`), a bare uWS process and a node process (`switchyard eval-node`, SWITCHYARD_IO_THREADS=N,
  * synced from the bench's control plane), each driven by wrk (or autocannon without it) at
  * CONNECTIONS connections; the server's CPU read from /proc for that process alone, the
@@ -32,7 +32,7 @@ async function measureServer(name: string, threads: number, pid: number, url: st
 }
 
 /**
- * The `io` mode (issue 14 item 3): for each count in BENCH_IO_THREADS, a bare uWS process and a
+ * The `io` mode: for each count in BENCH_IO_THREADS, a bare uWS process and a
  * node process (`switchyard eval-node`, synced from the world's control plane) with that many IO
  * threads, each driven by the same autocannon child at CONNECTIONS connections. Server CPU is
  * read from /proc for the server process alone; the generator reports its own.

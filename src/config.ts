@@ -70,7 +70,7 @@ export interface Config {
    */
   readonly memoryReleaseQuietMs: number;
   /**
-   * Snapshot images (SWITCHYARD_SNAPSHOT_IMAGE, default true; issue 17 item 2): a control plane
+   * Snapshot images (SWITCHYARD_SNAPSHOT_IMAGE, default true): a control plane
    * keeps a complete node store current beside Postgres and serves copies of it
    * (control-plane/snapshot-image); a node that has no store installs a copy and watches from its
    * revision instead of taking a Watch snapshot entity by entity. false: neither.
@@ -82,11 +82,10 @@ export interface Config {
    */
   readonly ioThreadYoungGenMb: number;
   /**
-   * Largest /flags and /decide body once decoded (gunzip, base64), in bytes (413 above; issue 8
-   * item 4). SDK bodies carry a distinct id and some properties: kilobytes.
+   * Largest /flags and /decide body once decoded (gunzip, base64), in bytes (413 above). SDK bodies carry a distinct id and some properties: kilobytes.
    */
   readonly maxFlagsBodyBytes: number;
-  /** Largest capture body once decoded (gunzip, base64), in bytes (413 above; issue 8 item 4). */
+  /** Largest capture body once decoded (gunzip, base64), in bytes (413 above). */
   readonly maxCaptureBodyBytes: number;
   /**
    * Per-project requests per minute on a node's server-side feeds (`/flags/definitions` and
@@ -110,7 +109,7 @@ export interface Config {
   readonly timeseriesWorker: boolean;
   /**
    * Longest a pool task (one batch of /flags jobs) may run, in milliseconds; then its worker is
-   * replaced and its requests answer 503 `evaluation_timeout` (issue 8 item 3).
+   * replaced and its requests answer 503 `evaluation_timeout`.
    */
   readonly evalTaskTimeoutMs: number;
   /**

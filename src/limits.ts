@@ -1,10 +1,10 @@
 /**
- * The bounds every layer applies to public input (issue 8, "Hardening"): one place, so the
+ * The bounds every layer applies to public input: one place, so the
  * edge (capture, `/flags`, the management API), ingestion, the change feed and the node's
  * store agree on what can ever reach them. A value the edge accepts must be one that every
  * later stage (msgpackr, LMDB keys, Postgres btree indexes, our own recursive code) can carry.
  *
- * Pure: no IO. The README "Limits" table lists these numbers.
+ * Pure: no IO. The "Limits on public input" table of docs/api.md lists these numbers.
  */
 
 /**

@@ -1,6 +1,5 @@
 /**
- * Membership of dynamic cohorts computed from stored persons and events (issue 11 item 1;
- * PostHog calculates cohorts in ClickHouse, `cohortpeople`): the cohort's `count`.
+ * Membership of dynamic cohorts computed from stored persons and events (PostHog calculates cohorts in ClickHouse, `cohortpeople`): the cohort's `count`.
  *
  * Property leaves and nested cohorts are matched by the evaluation core itself (CohortTable,
  * the same code the nodes run for flags), so a cohort counts exactly the persons a flag on it

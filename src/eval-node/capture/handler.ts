@@ -11,7 +11,7 @@
  * 413 `payload_too_large` when the decoded body holds more than MAX_CAPTURE_EVENTS events or
  * MAX_CAPTURE_MEMBERS array elements and object members (limits.ts; found before parsing);
  * 400 `invalid_payload` naming the event and field when one breaks the bounds of
- * contract/event-bounds.ts (depth, linked-id length; issue 8 item 1); NUL and
+ * contract/event-bounds.ts (depth, linked-id length); NUL and
  * lone surrogates in accepted events are replaced by U+FFFD so every 200 can be stored;
  * 401 for a missing, inconsistent, malformed or unknown project token, except that before the
  * node's first complete snapshot (`store.ready()` false) a token it cannot look up yet gets

@@ -12,7 +12,7 @@
  *   percent-decode, strip whitespace, pad to a multiple of 4, base64-decode and parse again.
  *
  * Every failure is a {@link DecodeError} (400 `request_decoding_error` or `request_parsing_error`,
- * 413 `payload_too_large`); nothing here throws anything else. Bounds (issue 8 item 4): the
+ * 413 `payload_too_large`); nothing here throws anything else. Bounds: the
  * decoded body (after gunzip or base64) may not exceed `maxBytes`, so a small gzip bomb cannot
  * inflate; text nesting deeper than {@link MAX_BODY_DEPTH} or holding more than
  * MAX_BODY_MEMBERS (limits.ts) array elements and object members is refused with 400

@@ -1,6 +1,6 @@
 /**
  * Prometheus metrics of the evaluation node's HTTP layer (DESIGN.md "Processes"; STYLE.md rule 7:
- * no per-request log line on /flags, metrics instead), on prom-client (issue 10 item 3):
+ * no per-request log line on /flags, metrics instead), on prom-client:
  * requests by route and status, a latency histogram per route with fixed buckets, failures by
  * the stage that failed, the store's revision, sync lag and connection (once the sync client
  * reports them), the evaluation pool's queue, and prom-client's default process metrics (CPU,
@@ -47,7 +47,7 @@ export interface Gauges {
   sync?(): { lagRevisions?: number | null; connected?: boolean; snapshotsApplied?: number } | undefined;
   poolQueueSize(): number;
   poolMode: 'inline' | 'pool';
-  /** LMDB environments on disk and mapped (issue 17 item 3), and the capture outbox's payload. */
+  /** LMDB environments on disk and mapped, and the capture outbox's payload. */
   storage?(): StorageFigures;
 }
 

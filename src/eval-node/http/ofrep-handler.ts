@@ -1,5 +1,5 @@
 /**
- * OFREP v1 on an evaluation node (issue 9 item 6, beyond PostHog), so every OpenFeature SDK
+ * OFREP v1 on an evaluation node (beyond PostHog), so every OpenFeature SDK
  * with an OFREP provider reads Switchyard flags:
  * - `POST /ofrep/v1/evaluate/flags/{key}`: one flag; 200 evaluation, 404 `FLAG_NOT_FOUND`,
  *   400 `TARGETING_KEY_MISSING` / `INVALID_CONTEXT` / `PARSE_ERROR` (OFREP's error body);

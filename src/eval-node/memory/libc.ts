@@ -1,6 +1,5 @@
 /**
- * The two libc calls a node needs to hand memory back to the OS after bulk work (issue 17 item
- * 3), reached through the `koffi` FFI (prebuilt for the platform; no compiler at install):
+ * The two libc calls a node needs to hand memory back to the OS after bulk work, reached through the `koffi` FFI (prebuilt for the platform; no compiler at install):
  *
  * - `madvise(addr, length, MADV_DONTNEED)`: drop this process' page-table entries for a range
  *   (memory/mapped-pages.ts uses it on the LMDB file mappings);

@@ -1,6 +1,5 @@
 /**
- * Is one of a node's LMDB environments (its store, its capture outbox) safe to open? (issue 8
- * item 6; DESIGN.md "Evaluation node".) A damaged `data.mdb` does not raise an error in LMDB:
+ * Is one of a node's LMDB environments (its store, its capture outbox) safe to open? (DESIGN.md "Evaluation node".) A damaged `data.mdb` does not raise an error in LMDB:
  * zeroed or overwritten meta pages crash the process with SIGSEGV and a truncated file with
  * SIGBUS, which no JavaScript can catch. So before the node opens an environment it checks it,
  * in two steps ({@link checkEnvironment}), and moves a bad one aside (aside.ts): the store is

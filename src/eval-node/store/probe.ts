@@ -1,6 +1,6 @@
 /**
  * Child-process probe of a node's LMDB environment, its store or its capture outbox
- * (integrity.ts, issue 8 item 6): `node probe.js <dir>` opens the environment read-only and
+ * (integrity.ts): `node probe.js <dir>` opens the environment read-only and
  * reads every key and value of every database, decoding them as their owner does (the store's
  * `entities` with the payload codec, the outbox's `capture_outbox` as msgpack event arrays,
  * capture/outbox.ts; other databases msgpack), so that damage which would crash or fail the node

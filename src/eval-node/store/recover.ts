@@ -1,6 +1,5 @@
 /**
- * Opening a node's store so that a damaged or outdated one never stops the node (issue 8 item
- * 6; DESIGN.md "Evaluation node": LMDB is a cache of the control plane). Order: the meta-page
+ * Opening a node's store so that a damaged or outdated one never stops the node (DESIGN.md "Evaluation node": LMDB is a cache of the control plane). Order: the meta-page
  * check and the child-process probe (integrity.ts); on failure the directory is moved aside
  * and a fresh store is created, which the Watch client fills from a snapshot. A store of
  * another layout version (contract/store-format.ts) is moved aside the same way. Copies moved
