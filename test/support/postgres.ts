@@ -8,7 +8,7 @@ import path from 'node:path';
 import { connect } from '../../src/control-plane/db/connect.js';
 import { migrate } from '../../src/control-plane/db/migrate.js';
 import { startEmbeddedPostgres, type EmbeddedCluster } from '../../src/control-plane/db/embedded.js';
-import { freePort } from './ports.js';
+import { stablePort } from './ports.js';
 
 export { TEMPLATE_ENV } from './db.js';
 
@@ -16,7 +16,7 @@ export { TEMPLATE_ENV } from './db.js';
 const START_ATTEMPTS = 4;
 
 /**
- * Starts an embedded cluster in `<dir>/pg` on a free port, trying another port when Postgres
+ * Starts an embedded cluster in `<dir>/pg` on a {@link stablePort}, trying another when Postgres
  * could not start (the port was taken between the pick and Postgres' bind). Commits do not wait
  * for the WAL flush (`synchronous_commit = off`): a test cluster is never recovered after a
  * crash, and the wait dominated short transactions. shared_buffers stays at Postgres' 128 MiB.
@@ -27,7 +27,7 @@ export async function startTestPostgres(dir: string): Promise<EmbeddedCluster> {
   for (let attempt = 0; attempt < START_ATTEMPTS; attempt++) {
     let cluster: EmbeddedCluster;
     try {
-      cluster = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: await freePort(), persistent: false, sharedBuffersMb: 128 });
+      cluster = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: await stablePort(), persistent: false, sharedBuffersMb: 128 });
     } catch (e) {
       last = e;
       continue;
