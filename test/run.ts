@@ -9,7 +9,7 @@
  *
  * Arguments are substrings that select test files (`make test TEST_ARGS=evaluation`).
  * Environment: TEST_CONCURRENCY (files at once; default below), TEST_FILE_TIMEOUT_MS (a file's
- * wall-time limit), TEST_QUIET=1 (print only failing files' output).
+ * time limit, default 180000), TEST_QUIET=1 (print only failing files' output).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -19,26 +19,32 @@ import type { EmbeddedCluster } from '../src/control-plane/db/embedded.js';
 import { TEMPLATE_ENV } from './support/db.js';
 import { createTemplateDatabase, startTestPostgres } from './support/postgres.js';
 import { orderFiles, readDurations, writeDurations, type Durations } from './support/order.js';
-import { runFiles } from './support/schedule.js';
+import { killRunning, runFiles } from './support/schedule.js';
 import { fileOk, formatSummary } from './support/summary.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** Where each run leaves its per-file wall times for the next run's order. */
 const durationsFile = path.join(here, 'durations.json');
 
-/** Longest one test may run, in milliseconds (node:test's --test-timeout). */
-const TEST_TIMEOUT_MS = 120_000;
-/** Longest one file may run, in milliseconds, teardown included: then its processes are killed. */
+/**
+ * Longest one file may run, in milliseconds (node:test's `--test-timeout`, which `node --test`
+ * applies to each file as a whole): it then fails with the test that was running. A file's own
+ * tests may set longer limits. Far above any file's time on an idle 2-core machine; a machine
+ * shared with other work can take several times longer.
+ */
 const FILE_TIMEOUT_MS = Number(process.env.TEST_FILE_TIMEOUT_MS) || 180_000;
+/** Beyond the timeout, how long a file's process group gets before it is killed, in milliseconds. */
+const KILL_GRACE_MS = 30_000;
 
 /**
- * Files run at once. Most suites wait on Postgres, sockets and child processes rather than
- * computing, so a 2-core machine keeps more than two busy: 3 per core, at least 4, at most 8.
+ * Files run at once: 2 per core, at least 4, at most 8. The run is CPU-bound (each file's
+ * process loads the product's modules, Postgres and the nodes compute): 4 files keep 2 cores
+ * busy through the waits on sockets and child processes; more only stretches each file.
  */
 function concurrency(): number {
   const given = Number(process.env.TEST_CONCURRENCY);
   if (Number.isInteger(given) && given > 0) return given;
-  return Math.max(4, Math.min(8, os.availableParallelism() * 3));
+  return Math.max(4, Math.min(8, os.availableParallelism() * 2));
 }
 
 function findTests(dir: string): string[] {
@@ -66,6 +72,15 @@ async function main(): Promise<number> {
   fs.chmodSync(tmp, 0o777);
   const env = { ...process.env };
   let dropTemplate: (() => Promise<void>) | null = null;
+  const cleanUp = async (): Promise<void> => {
+    killRunning();
+    await dropTemplate?.().catch(() => {});
+    if (cluster) await cluster.stop().catch(() => {});
+    fs.rmSync(tmp, { recursive: true, force: true });
+  };
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => { void cleanUp().finally(() => process.exit(130)); });
+  }
   try {
     if (!env.DATABASE_URL) {
       cluster = await startTestPostgres(tmp);
@@ -80,7 +95,7 @@ async function main(): Promise<number> {
     const scratchDir = fs.mkdtempSync(path.join(tmp, 'counts-'));
     const quiet = process.env.TEST_QUIET === '1';
     const runs = await runFiles(orderFiles(files, readDurations(durationsFile), rel), {
-      concurrency: concurrency(), env, scratchDir, testTimeoutMs: TEST_TIMEOUT_MS, fileTimeoutMs: FILE_TIMEOUT_MS,
+      concurrency: concurrency(), env, scratchDir, testTimeoutMs: FILE_TIMEOUT_MS, fileTimeoutMs: FILE_TIMEOUT_MS + KILL_GRACE_MS,
       onDone(run) {
         if (quiet && fileOk(run)) return;
         process.stdout.write(`\n── ${rel(run.file)} (${(run.durationMs / 1000).toFixed(1)} s)\n${run.output}`);
@@ -92,9 +107,7 @@ async function main(): Promise<number> {
     console.log(formatSummary(runs, Date.now() - started, rel));
     return runs.every(fileOk) ? 0 : 1;
   } finally {
-    await dropTemplate?.().catch(() => {});
-    if (cluster) await cluster.stop().catch(() => {});
-    fs.rmSync(tmp, { recursive: true, force: true });
+    await cleanUp();
   }
 }
 

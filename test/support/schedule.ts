@@ -31,7 +31,7 @@ export interface FileRun {
 export interface ScheduleOptions {
   concurrency: number;
   env: NodeJS.ProcessEnv;
-  /** node:test's per-test timeout, in milliseconds (`--test-timeout`). */
+  /** `--test-timeout`, in milliseconds: under `node --test` it bounds the whole file. */
   testTimeoutMs: number;
   /** Wall time after which a whole file is killed, in milliseconds. */
   fileTimeoutMs: number;
@@ -46,6 +46,17 @@ const reporterPath = new URL('./reporter.js', import.meta.url).pathname;
 
 /** How long to wait for a killed file's pipes to drain, in milliseconds. */
 const DRAIN_MS = 2_000;
+
+/** Process groups of the files running now. */
+const running = new Set<number>();
+
+/**
+ * SIGKILLs every running file's process group. Files run detached (their own groups), so a
+ * Ctrl-C in the terminal reaches only the runner: it calls this before exiting.
+ */
+export function killRunning(): void {
+  for (const pid of running) killGroup(pid);
+}
 
 /** Runs every file; resolves with their runs in the order given. */
 export async function runFiles(files: readonly string[], opts: ScheduleOptions): Promise<FileRun[]> {
@@ -71,6 +82,7 @@ function runFile(file: string, index: number, opts: ScheduleOptions): Promise<Fi
     `--test-reporter=${reporterPath}`, `--test-reporter-destination=${countsFile}`,
     file,
   ], { env: opts.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  if (child.pid !== undefined) running.add(child.pid);
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   child.stdout!.on('data', (d: Buffer) => out.push(d));
@@ -83,6 +95,7 @@ function runFile(file: string, index: number, opts: ScheduleOptions): Promise<Fi
       const durationMs = Date.now() - started;
       clearTimeout(timer);
       killGroup(child.pid); // whatever the file left running
+      if (child.pid !== undefined) running.delete(child.pid);
       await Promise.race([drained, new Promise((r) => setTimeout(r, DRAIN_MS))]);
       let output = Buffer.concat(out).toString('utf8');
       const stderr = Buffer.concat(err).toString('utf8');
