@@ -35,6 +35,8 @@ const durationsFile = path.join(here, 'durations.json');
 const FILE_TIMEOUT_MS = Number(process.env.TEST_FILE_TIMEOUT_MS) || 180_000;
 /** Beyond the timeout, how long a file's process group gets before it is killed, in milliseconds. */
 const KILL_GRACE_MS = 30_000;
+/** How long the run waits for its Postgres to stop, in milliseconds. */
+const STOP_TIMEOUT_MS = 30_000;
 
 /**
  * Files run at once: 2 per core, at least 4, at most 8. The run is CPU-bound (each file's
@@ -75,7 +77,8 @@ async function main(): Promise<number> {
   const cleanUp = async (): Promise<void> => {
     killRunning();
     await dropTemplate?.().catch(() => {});
-    if (cluster) await cluster.stop().catch(() => {});
+    // Bounded: a Postgres that does not stop must not hold the run (its files go with tmp).
+    if (cluster) await Promise.race([cluster.stop().catch(() => {}), new Promise((r) => setTimeout(r, STOP_TIMEOUT_MS).unref())]);
     fs.rmSync(tmp, { recursive: true, force: true });
   };
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
