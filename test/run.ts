@@ -1,6 +1,6 @@
 /**
- * `make test`: runs every `*.test.js` under dist/test, each file in its own `node --test`
- * process (test/support/schedule.ts), longest first (test/support/order.ts), and ends with a
+ * `make test`: runs every `*.test.js` under dist/test, each file in its own node process
+ * (test/support/schedule.ts), longest first (test/support/order.ts), and ends with a
  * summary listing the slowest files (test/support/summary.ts). Exits 1 when any file fails.
  *
  * Unless DATABASE_URL is set, one throw-away embedded Postgres cluster is started for the whole
@@ -27,14 +27,12 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const durationsFile = path.join(here, 'durations.json');
 
 /**
- * Longest one file may run, in milliseconds (node:test's `--test-timeout`, which `node --test`
- * applies to each file as a whole): it then fails with the test that was running. A file's own
- * tests may set longer limits. Far above any file's time on an idle 2-core machine; a machine
- * shared with other work can take several times longer.
+ * Longest one file may run, in milliseconds, teardown included: then its process group is killed
+ * and it fails naming the test that was running. Far above any file's time on an idle 2-core
+ * machine (about a minute at most); a machine shared with other work can take several times
+ * longer. Tests' own `timeout` options still apply within it.
  */
 const FILE_TIMEOUT_MS = Number(process.env.TEST_FILE_TIMEOUT_MS) || 180_000;
-/** Beyond the timeout, how long a file's process group gets before it is killed, in milliseconds. */
-const KILL_GRACE_MS = 30_000;
 /** How long the run waits for its Postgres to stop, in milliseconds. */
 const STOP_TIMEOUT_MS = 30_000;
 
@@ -98,7 +96,7 @@ async function main(): Promise<number> {
     const scratchDir = fs.mkdtempSync(path.join(tmp, 'counts-'));
     const quiet = process.env.TEST_QUIET === '1';
     const runs = await runFiles(orderFiles(files, readDurations(durationsFile), rel), {
-      concurrency: concurrency(), env, scratchDir, testTimeoutMs: FILE_TIMEOUT_MS, fileTimeoutMs: FILE_TIMEOUT_MS + KILL_GRACE_MS,
+      concurrency: concurrency(), env, scratchDir, fileTimeoutMs: FILE_TIMEOUT_MS,
       onDone(run) {
         if (quiet && fileOk(run)) return;
         process.stdout.write(`\n── ${rel(run.file)} (${(run.durationMs / 1000).toFixed(1)} s)\n${run.output}`);

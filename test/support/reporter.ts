@@ -1,7 +1,9 @@
 /**
- * A node:test reporter for test/run.ts: writes one JSON line, at the end of a file's run, with
- * its counts and the names of its failed tests (shape {@link FileCounts}). The human-readable
- * output comes from the built-in `spec` reporter beside it.
+ * A node:test reporter for test/run.ts: writes a JSON line `{"running": name}` as each test
+ * begins (`test:dequeue`) and `{"finished": name}` as each top-level one ends, so a file killed
+ * for hanging can say where, and, at the end of the file's run, one with its counts and the
+ * names of its failed tests (shape {@link FileCounts}). The human-readable output comes from the
+ * built-in `spec` reporter beside it.
  *
  * Events are node:test's reporter stream (Node 20): `test:pass` / `test:fail` per test and per
  * suite (`details.type === 'suite'`); `skip` / `todo` ride on the event's data.
@@ -30,8 +32,16 @@ interface TestEventData {
 /** node:test custom reporter entry point (an async generator over the event stream). */
 export default async function* countsReporter(source: AsyncIterable<{ type: string; data: unknown }>): AsyncGenerator<string> {
   const counts: FileCounts = { tests: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0, failures: [] };
-  const path: string[] = []; // names of the enclosing suites, by nesting
+  const path: string[] = []; // names of the enclosing suites, by nesting, in report order
+  const running: string[] = []; // the same, in execution order
   for await (const event of source) {
+    if (event.type === 'test:dequeue') {
+      const d = event.data as TestEventData;
+      running.length = d.nesting;
+      running.push(d.name);
+      yield `${JSON.stringify({ running: running.join(' > ') })}\n`;
+      continue;
+    }
     if (event.type === 'test:start') {
       const d = event.data as TestEventData;
       path.length = d.nesting;
@@ -40,6 +50,7 @@ export default async function* countsReporter(source: AsyncIterable<{ type: stri
     }
     if (event.type !== 'test:pass' && event.type !== 'test:fail') continue;
     const d = event.data as TestEventData;
+    if (d.nesting === 0) yield `${JSON.stringify({ finished: d.name })}\n`;
     const isSuite = d.details?.type === 'suite';
     if (event.type === 'test:fail' && d.details?.error?.failureType === 'cancelledByParent') {
       if (!isSuite) { counts.tests++; counts.cancelled++; }
