@@ -12,7 +12,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
-import type { FileCounts } from './reporter.js';
+import { REPORT_FILE_ENV, type FileCounts, type ReportRecord } from './reporter.js';
 
 /** How one file ended. */
 export interface FileRun {
@@ -25,7 +25,7 @@ export interface FileRun {
   timedOut: boolean;
   /** Everything it wrote (spec reporter, then stderr). */
   output: string;
-  /** Its counts (null when it never reached the end of its run). */
+  /** Its counts over the tests it finished (null when it finished none). */
   counts: FileCounts | null;
   /** Where a killed file was: `in "<test>"`, or after which test, or `loading the file`. */
   stuckAt: string | null;
@@ -79,9 +79,9 @@ function runFile(file: string, index: number, opts: ScheduleOptions): Promise<Fi
   const started = Date.now();
   const child = spawn(process.execPath, [
     '--test-reporter=spec', '--test-reporter-destination=stdout',
-    `--test-reporter=${reporterPath}`, `--test-reporter-destination=${countsFile}`,
+    `--test-reporter=${reporterPath}`, '--test-reporter-destination=stderr', // it writes countsFile itself
     file,
-  ], { env: opts.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  ], { env: { ...opts.env, [REPORT_FILE_ENV]: countsFile }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   if (child.pid !== undefined) running.add(child.pid);
   const out: Buffer[] = [];
   const err: Buffer[] = [];
@@ -122,10 +122,11 @@ function readReport(file: string): { counts: FileCounts | null; stuckAt: string 
   for (const line of text.split('\n')) {
     if (line.trim() === '') continue;
     try {
-      const rec = JSON.parse(line) as FileCounts | { running: string } | { finished: string };
-      if ('running' in rec) stuckAt = `in "${rec.running}"`;
-      else if ('finished' in rec) stuckAt = `after "${rec.finished}" ended (an after hook, or a handle left open)`;
-      else { counts = rec; stuckAt = 'after reporting (a handle left open)'; }
+      const rec = JSON.parse(line) as ReportRecord;
+      if ('running' in rec) { stuckAt = `in "${rec.running}"`; continue; }
+      counts = rec.counts;
+      if (rec.end) stuckAt = 'after reporting (a handle left open)';
+      else if (rec.finished !== undefined) stuckAt = `after "${rec.finished}" ended (an after hook, or a handle left open)`;
     } catch { /* a line cut short by the kill */ }
   }
   return { counts, stuckAt };

@@ -30,7 +30,7 @@ export function formatSummary(runs: readonly FileRun[], wallMs: number, rel: (fi
   if (failed.length > 0) {
     lines.push('', `✖ ${failed.length} failed file(s):`);
     for (const r of failed) {
-      const why = r.timedOut ? `killed: timed out ${r.stuckAt}` : r.counts === null ? `exited ${r.exitCode ?? 'on a signal'} before reporting` : `exit ${r.exitCode}`;
+      const why = r.timedOut ? `killed: timed out ${r.stuckAt}` : r.counts === null ? `exited ${r.exitCode ?? 'on a signal'} before finishing a test` : `exit ${r.exitCode}`;
       lines.push(`  ${rel(r.file)} (${why})`);
       for (const name of r.counts?.failures ?? []) lines.push(`    ✖ ${name}`);
     }
