@@ -9,8 +9,10 @@ all: build
 
 # `npm ci` rejects this lockfile because the registry here lacks some other platforms'
 # optional packages (msgpackr-extract darwin/win32); `npm install` honours the lockfile.
+# --prefer-offline takes packages already in npm's cache without asking the registry again (the
+# lockfile pins versions and integrity either way).
 node_modules/.installed: package.json package-lock.json
-	npm install --no-audit --no-fund
+	npm install --no-audit --no-fund --prefer-offline
 	@touch $@
 
 install: node_modules/.installed
