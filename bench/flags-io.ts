@@ -13,7 +13,7 @@ import { CONNECTIONS, DURATION_S, WARMUP_S, WRK, load, loadWrk, type LoadResult 
 import { processCpuUs, spawnServer } from './proc.js';
 import type { World } from './flags-world.js';
 import { workloadBody } from './flags-workload.js';
-import { freePort } from '../test/support/ports.js';
+import { stablePort } from '../test/support/ports.js';
 
 /** IO thread counts of the `io` mode (each: a node process and a bare uWS process with that many threads). */
 const IO_THREADS = (process.env.BENCH_IO_THREADS ?? '1,2').split(',').map(Number);
@@ -42,7 +42,7 @@ export async function measureIoThreads(dir: string, world: World): Promise<IoRow
   const cli = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'src', 'cli.js');
   const ceilingJs = path.join(path.dirname(fileURLToPath(import.meta.url)), 'uws-ceiling.js');
   for (const threads of IO_THREADS) {
-    const cport = await freePort();
+    const cport = await stablePort();
     const ceiling = await spawnServer([ceilingJs, String(cport), String(threads)], {}, async () =>
       (await fetch(`http://127.0.0.1:${cport}/flags`, { method: 'POST', body: '{}' })).ok);
     try {
@@ -50,7 +50,7 @@ export async function measureIoThreads(dir: string, world: World): Promise<IoRow
     } finally {
       ceiling.kill('SIGKILL');
     }
-    const nport = await freePort();
+    const nport = await stablePort();
     const url = `http://127.0.0.1:${nport}`;
     const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean); // e.g. --cpu-prof
     const node = await spawnServer([...nodeArgs, cli, 'eval-node'], {

@@ -38,7 +38,7 @@ import { testConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { startControlPlane } from '../src/control-plane/index.js';
 import { newPersonalApiKey } from '../src/control-plane/keys/tokens.js';
-import { freePort } from '../test/support/ports.js';
+import { stablePort } from '../test/support/ports.js';
 import { startBenchDatabase } from './database.js';
 import { processCpuUs, processTreeCpuUs } from './proc.js';
 import { benchPersonProperties, lmdbPutFloor, postgresWriteFloor } from './person-floor.js';
@@ -75,7 +75,7 @@ function memory(pid: number): { rss: number; anon: number; file: number } {
 interface Node { child: ChildProcess; url: string; stop(): Promise<void> }
 
 async function startNode(dataDir: string, controlPlane: string, clusterToken: string, nodeArgs: string[] = []): Promise<Node> {
-  const port = await freePort();
+  const port = await stablePort();
   const child = spawn(process.execPath, [...nodeArgs, CLI, 'eval-node'], {
     env: { ...process.env, SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_FLAGS_PORT: String(port), SWITCHYARD_CONTROL_PLANE: controlPlane, SWITCHYARD_CLUSTER_TOKEN: clusterToken, SWITCHYARD_LOG_LEVEL: process.env.BENCH_NODE_LOG_LEVEL ?? 'warn' },
     // BENCH_NODE_LOG_LEVEL (e.g. info): the nodes' logs (their stdout) go to this bench's stderr.
@@ -97,7 +97,7 @@ async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-scale-'));
   fs.chmodSync(dir, 0o777);
   const db = await startBenchDatabase(dir, 'switchyard_bench_scale_');
-  const grpcPort = await freePort();
+  const grpcPort = await stablePort();
   // The control plane keeps its snapshot image unless BENCH_SNAPSHOT_IMAGE=0 (then a fresh node
   // takes the Watch snapshot, as it did before images).
   const snapshotImage = process.env.BENCH_SNAPSHOT_IMAGE !== '0';
