@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { PACKAGE_ROOT } from '../../src/paths.js';
-import { freePort } from '../support/ports.js';
+import { stablePort } from '../support/ports.js';
 import { waitFor } from '../support/wait.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
@@ -47,7 +47,7 @@ test('start stops Postgres and exits non-zero when its services process is SIGKI
       DATABASE_URL: '',
       SWITCHYARD_DATA_DIR: dataDir,
       SWITCHYARD_LOG_LEVEL: 'warn',
-      SWITCHYARD_EMBEDDED_PG_PORT: String(await freePort()),
+      SWITCHYARD_EMBEDDED_PG_PORT: String(await stablePort()),
       SWITCHYARD_API_PORT: '0',
       SWITCHYARD_GRPC_PORT: '0',
       SWITCHYARD_FLAGS_PORT: '0',
