@@ -16,19 +16,16 @@
 import crypto from 'node:crypto';
 import os from 'node:os';
 import { pathToFileURL } from 'node:url';
-import { compileProject, evaluateFlags, serializeFlagsV2, toFlagsV2 } from '../src/evaluation/index.js';
+import { compileProject, evaluateFlags, serializeFlagsV2, toFlagsV2, type CompiledProject } from '../src/evaluation/index.js';
 import { hashBytes, utf8 } from '../src/evaluation/hash.js';
 import { COMPANIES, PLANS, prng, USERS, workloadDefinitions, workloadRequest } from './flags-workload.js';
 import { DEFAULT_EVAL_BUDGET_MS } from '../src/limits.js';
+import { evaluationBudget } from '../src/eval-node/pool/budget-clock.js';
 
 export { workloadDefinitions, workloadRequest };
 
-/**
- * The evaluation budget each request runs under, as on a node (src/eval-node/pool/engine.ts:
- * `performance.now`, the default 50 ms): the bench pays the budget's clock reads.
- */
-const clock: () => number = performance.now.bind(performance);
-const budget = () => ({ now: clock, deadline: clock() + DEFAULT_EVAL_BUDGET_MS });
+/** The evaluation budget each request runs under, as on a node (src/eval-node/pool/budget-clock.ts). */
+const budget = (project: CompiledProject) => evaluationBudget(project, DEFAULT_EVAL_BUDGET_MS);
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 100_000);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 20_000);
@@ -53,7 +50,7 @@ function main(): void {
   let mismatches = 0;
   const share = new Map<string, number>();
   for (let n = 0; n < 2000; n++) {
-    const res = evaluateFlags(project, workloadRequest(n), {}, 0, budget()).flags;
+    const res = evaluateFlags(project, workloadRequest(n), {}, 0, budget(project)).flags;
     for (const [key, r] of Object.entries(res)) {
       share.set(key, (share.get(key) ?? 0) + (r.enabled ? 1 : 0));
       if (key.startsWith('email-') && r.enabled !== (n % 2 === 0)) mismatches++;
@@ -107,9 +104,9 @@ function main(): void {
   for (let i = 0; i < WARMUP; i++) {
     const r = requests[i % requests.length]!;
     sink += (JSON.parse(bodies[i % bodies.length]!) as { distinct_id: string }).distinct_id.length;
-    sink += evaluateFlags(project, r, {}, 0, budget()).errorsWhileComputingFlags ? 1 : 0;
-    sink += JSON.stringify(toFlagsV2(evaluateFlags(project, r, {}, 0, budget()), { requestId: 'bench' })).length;
-    sink += serializeFlagsV2(evaluateFlags(project, r, {}, 0, budget()), { requestId: 'bench' }).length;
+    sink += evaluateFlags(project, r, {}, 0, budget(project)).errorsWhileComputingFlags ? 1 : 0;
+    sink += JSON.stringify(toFlagsV2(evaluateFlags(project, r, {}, 0, budget(project)), { requestId: 'bench' })).length;
+    sink += serializeFlagsV2(evaluateFlags(project, r, {}, 0, budget(project)), { requestId: 'bench' }).length;
   }
   const per = Math.floor(REQUESTS / ROUNDS);
   const parseRounds: number[] = [];
@@ -122,18 +119,18 @@ function main(): void {
     for (let i = from; i < from + per; i++) sink += (JSON.parse(bodies[i]!) as { distinct_id: string }).distinct_id.length;
     parseRounds.push(ns(t) / per);
     t = process.hrtime.bigint();
-    for (let i = from; i < from + per; i++) sink += evaluateFlags(project, requests[i]!, {}, 0, budget()).errorsWhileComputingFlags ? 1 : 0;
+    for (let i = from; i < from + per; i++) sink += evaluateFlags(project, requests[i]!, {}, 0, budget(project)).errorsWhileComputingFlags ? 1 : 0;
     evalRounds.push(ns(t) / per);
     // Evaluate + build the v2 body + JSON.stringify + UTF-8 length (what a node does after parsing;
     // byteLength flattens the string as a write to the socket would).
     t = process.hrtime.bigint();
     for (let i = from; i < from + per; i++) {
-      sink += Buffer.byteLength(JSON.stringify(toFlagsV2(evaluateFlags(project, requests[i]!, {}, 0, budget()), { requestId: 'bench' })));
+      sink += Buffer.byteLength(JSON.stringify(toFlagsV2(evaluateFlags(project, requests[i]!, {}, 0, budget(project)), { requestId: 'bench' })));
     }
     fullRounds.push(ns(t) / per);
     // Evaluate + the cached-fragment serialiser (same bytes as the line above).
     t = process.hrtime.bigint();
-    for (let i = from; i < from + per; i++) sink += Buffer.byteLength(serializeFlagsV2(evaluateFlags(project, requests[i]!, {}, 0, budget()), { requestId: 'bench' }));
+    for (let i = from; i < from + per; i++) sink += Buffer.byteLength(serializeFlagsV2(evaluateFlags(project, requests[i]!, {}, 0, budget(project)), { requestId: 'bench' }));
     fastRounds.push(ns(t) / per);
   }
   if (sink === -1) console.log(sink);
