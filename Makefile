@@ -3,7 +3,7 @@
 NODE ?= node
 TEST_ARGS ?=
 
-.PHONY: all install build browser wrk start test bench bench-eval bench-regex bench-apply bench-capture bench-propagation bench-experiments bench-blast-radius bench-scale clean
+.PHONY: all install build browser promtool wrk start test bench bench-eval bench-regex bench-apply bench-capture bench-propagation bench-experiments bench-blast-radius bench-scale clean
 
 all: build
 
@@ -46,8 +46,15 @@ CHROMIUM ?= /usr/bin/chromium
 browser:
 	$(call apt_install,chromium,$(CHROMIUM),every suite still runs and the browser tests fail saying so)
 
-test: build browser
-	CHROMIUM_PATH=$(CHROMIUM) $(NODE) dist/test/run.js $(TEST_ARGS)
+# test/deploy checks the alert rules with promtool from Debian's prometheus package, and renders
+# deploy/kubernetes with kubectl's kustomize v5 (KUBECTL, default /usr/bin/kubectl; Debian
+# bookworm's kubernetes-client is 1.20, too old to render the overlays, so it is not installed here).
+PROMTOOL ?= /usr/bin/promtool
+promtool:
+	$(call apt_install,prometheus,$(PROMTOOL),every suite still runs and the deploy tests fail saying so)
+
+test: build browser promtool
+	CHROMIUM_PATH=$(CHROMIUM) PROMTOOL=$(PROMTOOL) $(NODE) dist/test/run.js $(TEST_ARGS)
 
 bench-eval: build
 	$(NODE) dist/bench/evaluation.js
