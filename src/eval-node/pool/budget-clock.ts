@@ -9,25 +9,30 @@
  * cohorts use `regex` pay for it (one CPU read at the start); every other operator costs a few
  * comparisons per flag, so their evaluations run without a budget. Where the thread clock is
  * unavailable (not Linux with glibc) the budget is the wall clock.
+ *
+ * The FFI is loaded when this module is imported (a thread's start), never in the middle of a
+ * task: a pool worker terminated for a task past its time limit while koffi's native addon was
+ * registering brought the whole process down (a fatal napi_throw).
  */
 import type { CompiledProject, EvaluationBudget } from '../../evaluation/index.js';
 import { loadLibc } from '../memory/libc.js';
 
 const wall: () => number = performance.now.bind(performance);
+const libc = loadLibc();
 
 /** The budget of one evaluation of `project`, or null when it needs none (see the module doc). */
 export function evaluationBudget(project: CompiledProject, budgetMs: number): EvaluationBudget | null {
   if (!project.usesRegex) return null;
   const start = wall();
   const deadline = start + budgetMs;
-  const libc = loadLibc();
   if (libc === null) return { now: wall, deadline };
   const cpuStart = libc.threadCpuMs();
+  const thread = libc;
   return {
     deadline,
     now: () => {
       const t = wall();
-      return t < deadline ? t : start + (libc.threadCpuMs() - cpuStart);
+      return t < deadline ? t : start + (thread.threadCpuMs() - cpuStart);
     },
   };
 }
