@@ -62,7 +62,8 @@ const rel = (file: string): string => path.relative(here, file);
 async function main(): Promise<number> {
   const started = Date.now();
   const filters = process.argv.slice(2);
-  const files = findTests(here).filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)));
+  // Filters match the path from the repository (`test/…`), so a checkout's own path matches nothing.
+  const files = findTests(here).filter((f) => filters.length === 0 || filters.some((s) => `test/${rel(f)}`.includes(s)));
   if (files.length === 0) {
     console.error('no test files matched');
     return 1;

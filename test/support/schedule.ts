@@ -13,12 +13,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { REPORT_FILE_ENV, type FileCounts, type ReportRecord } from './reporter.js';
+import { childrenCpuMs } from './child-cpu.js';
+
+/** Finished children's CPU at the last file's exit (child-cpu.ts). */
+let lastChildrenCpuMs: number | null = childrenCpuMs();
 
 /** How one file ended. */
 export interface FileRun {
   file: string;
   /** Wall time from spawn to exit, in milliseconds. */
   durationMs: number;
+  /** CPU time of its process and the children it waited for, in milliseconds (null where unknown; child-cpu.ts). */
+  cpuMs: number | null;
   /** The process's exit code (null when killed by a signal). */
   exitCode: number | null;
   /** True when it was killed for passing `fileTimeoutMs`. */
@@ -93,6 +99,9 @@ function runFile(file: string, index: number, opts: ScheduleOptions): Promise<Fi
     const timer = setTimeout(() => { timedOut = true; killGroup(child.pid); }, opts.fileTimeoutMs);
     child.once('exit', async (code) => {
       const durationMs = Date.now() - started;
+      const cpuNow = childrenCpuMs();
+      const cpuMs = cpuNow === null || lastChildrenCpuMs === null ? null : cpuNow - lastChildrenCpuMs;
+      lastChildrenCpuMs = cpuNow;
       clearTimeout(timer);
       killGroup(child.pid); // whatever the file left running
       if (child.pid !== undefined) running.delete(child.pid);
@@ -102,7 +111,7 @@ function runFile(file: string, index: number, opts: ScheduleOptions): Promise<Fi
       if (stderr.trim() !== '') output += `${output.endsWith('\n') || output === '' ? '' : '\n'}${stderr}`;
       const { counts, stuckAt } = readReport(countsFile);
       if (timedOut) output += `\n✖ killed after ${opts.fileTimeoutMs} ms: the file hangs ${stuckAt}\n`;
-      resolve({ file, durationMs, exitCode: code, timedOut, output, counts, stuckAt: timedOut ? stuckAt : null });
+      resolve({ file, durationMs, cpuMs, exitCode: code, timedOut, output, counts, stuckAt: timedOut ? stuckAt : null });
     });
   });
 }

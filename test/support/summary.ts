@@ -35,9 +35,15 @@ export function formatSummary(runs: readonly FileRun[], wallMs: number, rel: (fi
       for (const name of r.counts?.failures ?? []) lines.push(`    ✖ ${name}`);
     }
   }
-  lines.push('', `slowest ${Math.min(SLOWEST_SHOWN, runs.length)} files (wall time, seconds):`);
+  const cpu = (r: FileRun) => (r.cpuMs === null ? '     ?' : (r.cpuMs / 1000).toFixed(1).padStart(6));
+  lines.push('', `slowest ${Math.min(SLOWEST_SHOWN, runs.length)} files (wall, CPU: seconds):`);
   for (const r of [...runs].sort((a, b) => b.durationMs - a.durationMs).slice(0, SLOWEST_SHOWN)) {
-    lines.push(`  ${(r.durationMs / 1000).toFixed(1).padStart(6)}  ${rel(r.file)}`);
+    lines.push(`  ${(r.durationMs / 1000).toFixed(1).padStart(6)} ${cpu(r)}  ${rel(r.file)}`);
+  }
+  const measured = runs.filter((r) => r.cpuMs !== null);
+  if (measured.length > 0) {
+    lines.push('', `most CPU (seconds; the files' ${(measured.reduce((a, r) => a + r.cpuMs!, 0) / 1000).toFixed(0)} s in all, Postgres not included):`);
+    for (const r of [...measured].sort((a, b) => b.cpuMs! - a.cpuMs!).slice(0, SLOWEST_SHOWN)) lines.push(`  ${cpu(r)}  ${rel(r.file)}`);
   }
   lines.push('', `ℹ wall ${(wallMs / 1000).toFixed(1)} s`);
   return lines.join('\n');
