@@ -3,7 +3,7 @@
 NODE ?= node
 TEST_ARGS ?=
 
-.PHONY: all install build browser wrk start test bench bench-eval bench-regex bench-apply bench-capture bench-propagation bench-experiments bench-blast-radius bench-scale clean
+.PHONY: all install build browser wrk haproxy start test test-cluster bench bench-eval bench-regex bench-apply bench-capture bench-propagation bench-experiments bench-blast-radius bench-scale clean
 
 all: build
 
@@ -39,6 +39,15 @@ browser:
 
 test: build browser
 	CHROMIUM_PATH=$(CHROMIUM) $(NODE) dist/test/run.js $(TEST_ARGS)
+
+# `make test-cluster` (root: network namespaces) runs the topology on namespace hosts behind Debian's
+# HAProxy and breaks it on purpose (test/cluster/); needs Debian's postgresql 15 and iproute2.
+HAPROXY ?= /usr/sbin/haproxy
+haproxy:
+	$(call apt_install,haproxy,$(HAPROXY),the cluster test fails saying so)
+
+test-cluster: build haproxy
+	$(NODE) dist/test/cluster/run.js
 
 bench-eval: build
 	$(NODE) dist/bench/evaluation.js

@@ -4,6 +4,7 @@
  * Unless DATABASE_URL is set, one throw-away embedded Postgres cluster is started for the whole
  * run on a free port; each suite then creates its own database on it (test/support/db.ts).
  * Arguments are substrings that select test files (`make test TEST_ARGS=evaluation`).
+ * test/cluster/ is left to `make test-cluster` (it needs root and network namespaces).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -19,7 +20,7 @@ function findTests(dir: string): string[] {
   const out: string[] = [];
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
     const p = path.join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...findTests(p));
+    if (entry.isDirectory()) { if (p !== path.join(here, 'cluster')) out.push(...findTests(p)); }
     else if (entry.name.endsWith('.test.js')) out.push(p);
   }
   return out.sort();
