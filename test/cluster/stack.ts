@@ -386,7 +386,7 @@ frontend stats
   tails(names: string[], lines = 30): string {
     return names.map((n) => {
       let text = '(no log)';
-      try { text = fs.readFileSync(this.log(n), 'utf8').split('\n').slice(-lines).join('\n'); } catch { /* none */ }
+      try { text = fs.readFileSync(this.log(n), 'utf8').split('\n').slice(-lines).map((l) => l.slice(0, 300)).join('\n'); } catch { /* none */ }
       return `==== ${n} (${this.log(n)}) ====\n${text}`;
     }).join('\n');
   }
