@@ -5,6 +5,9 @@
  * id, so {@link removeRun} finds and removes all of it (processes, namespaces, veths, bridge)
  * even after the process that created it died.
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
 
 /** One host: its namespace and address. */
@@ -105,5 +108,32 @@ export function removeRun(id: string): void {
   for (const l of links) {
     const m = /^\d+: (syc[^@:]+)/.exec(l);
     if (m && (m[1].startsWith(`syc${id}h`) || m[1].startsWith(`syc${id}p`))) spawnSync('ip', ['link', 'del', m[1]], { stdio: 'ignore' });
+  }
+}
+
+/** Prefix of run `id`'s temporary directory. */
+export function tempPrefix(id: string): string { return path.join(os.tmpdir(), `switchyard-cluster-${id}-`); }
+
+function alive(pid: number): boolean {
+  try { process.kill(pid, 0); return true; } catch (e) { return (e as NodeJS.ErrnoException).code === 'EPERM'; }
+}
+
+/**
+ * Removes what earlier runs left behind when their runner was killed outright (SIGKILL): the
+ * namespaces, links and temp dirs of every run id whose process (the runner) is gone.
+ */
+export function removeStale(): void {
+  const out = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout ?? '';
+  const ids = new Set([...out.matchAll(/^syc(\d+)-/gm)].map((m) => m[1]));
+  for (const e of fs.readdirSync(os.tmpdir())) {
+    const m = /^switchyard-cluster-(\d+)-/.exec(e);
+    if (m) ids.add(m[1]);
+  }
+  for (const id of ids) {
+    if (Number(id) === process.pid || alive(Number(id))) continue;
+    removeRun(id);
+    for (const e of fs.readdirSync(os.tmpdir())) {
+      if (e.startsWith(path.basename(tempPrefix(id)))) fs.rmSync(path.join(os.tmpdir(), e), { recursive: true, force: true });
+    }
   }
 }

@@ -2,39 +2,27 @@
  * `make test-cluster`: runs topology.test.js under node:test, bounded in time, then removes
  * everything the run created (namespaces and their processes, veths, bridge, temp dir) whatever
  * happened: failure, timeout, Ctrl-C, or the test process killed. Leftovers of earlier runs whose
- * runner is gone are removed first. Needs root (network namespaces).
+ * runner was killed outright are removed first. Needs root (network namespaces).
  *
  *   CLUSTER_TIMEOUT_S   longest run, seconds (default 300)
  *   CLUSTER_KEEP=1      keep the temp dir (logs, data dirs) for a look afterwards
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { removeRun } from './net.js';
+import { removeRun, removeStale, tempPrefix } from './net.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const id = String(process.pid);
 const timeoutS = Number(process.env.CLUSTER_TIMEOUT_S ?? 300);
-
-function alive(pid: number): boolean {
-  try { process.kill(pid, 0); return true; } catch (e) { return (e as NodeJS.ErrnoException).code === 'EPERM'; }
-}
-
-/** Removes the namespaces of earlier runs whose runner process is gone. */
-function removeStale(): void {
-  const out = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout ?? '';
-  const ids = new Set([...out.matchAll(/^syc(\d+)-/gm)].map((m) => m[1]));
-  for (const old of ids) if (old !== id && !alive(Number(old))) removeRun(old);
-}
 
 if (process.getuid?.() !== 0) {
   console.error('make test-cluster needs root (it creates network namespaces)');
   process.exit(1);
 }
 removeStale();
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-cluster-'));
+const dir = fs.mkdtempSync(tempPrefix(id));
 let cleaned = false;
 function cleanup(): void {
   if (cleaned) return;

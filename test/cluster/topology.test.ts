@@ -9,15 +9,14 @@
 import { after, before, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { removeRun } from './net.js';
+import { removeRun, tempPrefix } from './net.js';
 import { sleep, until, type HostProcess } from './procs.js';
 import { CPS, NODES, Stack } from './stack.js';
 
 const id = process.env.CLUSTER_ID ?? String(process.pid);
 const ownDir = !process.env.CLUSTER_DIR;
-const dir = process.env.CLUSTER_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-cluster-'));
+const dir = process.env.CLUSTER_DIR ?? fs.mkdtempSync(tempPrefix(id));
 const s = new Stack(id, dir);
 const figures: string[] = [];
 /** When the load started: every event acknowledged since must be stored exactly once. */
