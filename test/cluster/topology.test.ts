@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { removeRun, tempPrefix } from './net.js';
 import { sleep, until, type HostProcess } from './procs.js';
-import { CPS, NODES, Stack } from './stack.js';
+import { CPS, DRAIN_SECONDS, NODES, Stack } from './stack.js';
 
 const id = process.env.CLUSTER_ID ?? String(process.pid);
 const ownDir = !process.env.CLUSTER_DIR;
@@ -234,19 +234,36 @@ test('kill the Postgres primary, promote the replica: writes again within 10 s, 
   assert.equal(ev.dup, 0, 'events stored more than once');
 }));
 
-/** SIGTERMs `p` and waits; `name:<exit code>`, or `name:died-before(<code>)` when it had already exited. */
-async function stopFor(name: string, p: HostProcess): Promise<string> {
-  if (!p.running) return `${name}:died-before(${p.exitCode ?? p.signal})`;
-  return `${name}:${await p.stop('SIGTERM', 20_000)}`;
+/** How one process stopped: its exit, and how long it kept running while `/_ready` answered 503. */
+interface Stop { name: string; exit: string; drainedMs: number }
+
+/**
+ * SIGTERMs `p` and waits, polling `readyUrl` meanwhile: `drainedMs` is how long the process stayed
+ * up after its first 503 (-1: it never answered 503). `exit` is `died-before(…)` when it had exited.
+ */
+async function stopFor(name: string, p: HostProcess, readyUrl: string): Promise<Stop> {
+  if (!p.running) return { name, exit: `died-before(${p.exitCode ?? p.signal})`, drainedMs: -1 };
+  let first503 = 0;
+  let polling = true;
+  const poll = (async () => {
+    while (polling) {
+      if (!first503 && (await s.get(readyUrl)).status === 503) first503 = Date.now();
+      await sleep(50);
+    }
+  })();
+  const code = await p.stop('SIGTERM', 20_000);
+  polling = false;
+  await poll;
+  return { name, exit: String(code), drainedMs: first503 ? Date.now() - first503 : -1 };
 }
 
 test('rolling upgrade under load: zero failed /flags requests, zero lost events', { timeout: 120_000 }, (t) => fault([...NODES, ...CPS], async () => {
   const t0 = Date.now();
-  const exits: string[] = [];
+  const exits: Stop[] = [];
   const steps: string[] = [];
   for (const n of NODES) {
     const a = Date.now();
-    exits.push(await stopFor(n, s.nodes.get(n)!));
+    exits.push(await stopFor(n, s.nodes.get(n)!, `http://${s.ip(n)}:8011/_ready`));
     const b = Date.now();
     s.startNode(n);
     await s.waitNodeReady(n);
@@ -255,7 +272,7 @@ test('rolling upgrade under load: zero failed /flags requests, zero lost events'
   }
   for (const cp of CPS) {
     const a = Date.now();
-    exits.push(await stopFor(cp, s.cps.get(cp)!));
+    exits.push(await stopFor(cp, s.cps.get(cp)!, `http://${s.ip(cp)}:8000/_ready`));
     const b = Date.now();
     await s.startControlPlane(cp);
     await lbShows('cps', cp, 'UP');
@@ -268,10 +285,12 @@ test('rolling upgrade under load: zero failed /flags requests, zero lost events'
   const failed = s.load.failuresBetween(t0, t1);
   const flagsFailed = failed.filter((f) => f.path.startsWith('/flags')).length;
   const ev = await events(t0 - 2_000, t1, 30_000);
-  figure(t, 'rolling upgrade', { failed: failed.length, flags_failed: flagsFailed, batch_failed: failed.length - flagsFailed, acked: ev.acked, stored: ev.stored, dup: ev.dup, took_ms: tookMs, stop_plus_start_ms: steps.join(','), exits: exits.join(',') });
+  figure(t, 'rolling upgrade', { failed: failed.length, flags_failed: flagsFailed, batch_failed: failed.length - flagsFailed, acked: ev.acked, stored: ev.stored, dup: ev.dup, took_ms: tookMs, stop_plus_start_ms: steps.join(','), exits: exits.map((e) => `${e.name}:${e.exit}`).join(','), drained_ms: exits.map((e) => `${e.name}:${e.drainedMs}`).join(',') });
   assert.equal(patch.status, 200, patch.text);
   assert.equal(flagsFailed, 0, JSON.stringify(failed.slice(0, 10)));
-  assert.ok(exits.every((e) => e.endsWith(':0')), `exit codes ${exits.join(',')}`);
+  assert.ok(exits.every((e) => e.exit === '0'), `exit codes ${exits.map((e) => `${e.name}:${e.exit}`).join(',')} (want 0)`);
+  assert.ok(exits.every((e) => e.drainedMs >= DRAIN_SECONDS * 1000 - 300),
+    `not ready (503) then serving ${DRAIN_SECONDS} s before the exit: ${exits.map((e) => `${e.name}:${e.drainedMs} ms`).join(', ')}`);
   assert.deepEqual(ev.missing, [], 'acknowledged events lost');
   assert.equal(ev.dup, 0);
 }));
