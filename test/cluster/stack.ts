@@ -32,12 +32,16 @@ const ADDRESSES: Record<string, number> = { db1: 11, db2: 12, cp1: 21, cp2: 22, 
 export const NODES = ['n1', 'n2', 'n3'] as const;
 export const CPS = ['cp1', 'cp2'] as const;
 
-/** Whether this build's config takes a comma-separated SWITCHYARD_CONTROL_PLANE. */
+/**
+ * Whether this build's config takes a comma-separated SWITCHYARD_CONTROL_PLANE (CLUSTER_CP_LIST=1
+ * or 0 forces the answer). Without it, nodes watch cp1 alone and the control-plane failover fails.
+ */
 export function controlPlaneListSupported(): boolean {
+  if (process.env.CLUSTER_CP_LIST) return process.env.CLUSTER_CP_LIST === '1';
   try {
     loadConfig({ SWITCHYARD_CONTROL_PLANE: '10.0.0.1:50051,10.0.0.2:50051' });
     return true;
-  } catch { return false; }
+  } catch (e) { return !String((e as Error).message).includes('SWITCHYARD_CONTROL_PLANE'); }
 }
 
 /** One failed client request. */
