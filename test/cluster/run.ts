@@ -6,6 +6,7 @@
  *
  *   CLUSTER_TIMEOUT_S   longest run, seconds (default 300)
  *   CLUSTER_KEEP=1      keep the temp dir (logs, data dirs) for a look afterwards
+ *   CLUSTER_CP_LIST=1|0 give the nodes both control planes (default: when the config takes a list)
  */
 import fs from 'node:fs';
 import path from 'node:path';

@@ -184,7 +184,7 @@ test('SIGKILL a control plane: every Watch moves to the other within 2 s, PATCHe
   let patchFailures = 0;
   let moveMs = -1;
   const watch = allNodesServe('cp-flag', true, 5_000).then((ms) => { moveMs = Date.now() - t0; return ms; }).catch(() => -1);
-  const firstPatchDone = (async () => {
+  const patching = (async () => {
     while (Date.now() - t0 < 3_000) {
       const r = await s.patchFlag(cpFlag, 100);
       patches++;
@@ -192,7 +192,7 @@ test('SIGKILL a control plane: every Watch moves to the other within 2 s, PATCHe
       await sleep(150);
     }
   })();
-  await firstPatchDone;
+  await patching;
   await watch;
   const t1 = Date.now();
   const failed = s.load.failuresBetween(t0, t1);
