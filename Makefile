@@ -3,7 +3,7 @@
 NODE ?= node
 TEST_ARGS ?=
 
-.PHONY: all install build browser promtool wrk start test bench bench-eval bench-regex bench-apply bench-capture bench-propagation bench-experiments bench-blast-radius bench-scale clean
+.PHONY: all install build browser promtool wrk haproxy start test test-cluster bench bench-eval bench-regex bench-apply bench-capture bench-propagation bench-experiments bench-blast-radius bench-scale clean
 
 all: build
 
@@ -55,6 +55,18 @@ promtool:
 
 test: build browser promtool
 	CHROMIUM_PATH=$(CHROMIUM) PROMTOOL=$(PROMTOOL) $(NODE) dist/test/run.js $(TEST_ARGS)
+
+# `make test-cluster` (root: network namespaces) runs the topology on namespace hosts behind Debian's
+# HAProxy and breaks it on purpose (test/cluster/); needs Debian's postgresql 15 and iproute2.
+HAPROXY ?= /usr/sbin/haproxy
+PG15 ?= /usr/lib/postgresql/15/bin/pg_ctl
+haproxy:
+	$(call apt_install,haproxy,$(HAPROXY),the cluster test fails saying so)
+	$(call apt_install,postgresql-15,$(PG15),the cluster test fails saying so)
+	$(call apt_install,iproute2,/usr/sbin/ip,the cluster test fails saying so)
+
+test-cluster: build haproxy
+	$(NODE) dist/test/cluster/run.js
 
 bench-eval: build
 	$(NODE) dist/bench/evaluation.js

@@ -10,6 +10,7 @@
  * Arguments are substrings that select test files (`make test TEST_ARGS=evaluation`).
  * Environment: TEST_CONCURRENCY (files at once; default below), TEST_FILE_TIMEOUT_MS (a file's
  * time limit, default 180000), TEST_QUIET=1 (print only failing files' output).
+ * test/cluster/ is left to `make test-cluster` (it needs root and network namespaces).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -51,7 +52,7 @@ function findTests(dir: string): string[] {
   const out: string[] = [];
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
     const p = path.join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...findTests(p));
+    if (entry.isDirectory()) { if (p !== path.join(here, 'cluster')) out.push(...findTests(p)); }
     else if (entry.name.endsWith('.test.js')) out.push(p);
   }
   return out.sort();
