@@ -11,7 +11,7 @@ import { startControlPlane, type ControlPlane } from '../control-plane/index.js'
 import { startNodeService, type NodeService } from '../eval-node/service.js';
 import { resolveClusterToken } from './cluster-token.js';
 import { printBootstrap } from './print-bootstrap.js';
-import { onShutdown, shutdownSignal } from './shutdown.js';
+import { drainPlan, onShutdown, shutdownSignal } from './shutdown.js';
 
 /** Runs until stopped; returns the exit code. */
 export async function run(_argv: string[]): Promise<number> {
@@ -42,6 +42,6 @@ export async function run(_argv: string[]): Promise<number> {
   printBootstrap(cp.bootstrap, cp.http.url);
   process.stdout.write(`Evaluation node (/flags, /flags/definitions, capture) on ${node.http.url}\n`
     + `gRPC on ${config.host}:${cp.grpc!.port}; add a node with SWITCHYARD_CLUSTER_TOKEN from ${path.join(config.dataDir, 'cluster-token')}\n`);
-  await onShutdown(stop, log, signal);
+  await onShutdown(stop, log, signal, drainPlan(config, () => { node?.drain(); cp?.drain(); }));
   return 0;
 }

@@ -10,6 +10,8 @@
  * The server also compacts and prunes the change log every {@link PRUNE_INTERVAL_MS} (change-log/retention.ts;
  * safe on every replica at once), since the log it serves is what needs the retention.
  *
+ * Every call passes the protocol-version gate first (protocol.ts; contract/protocol.ts).
+ *
  * Keep-alive: HTTP/2 pings every {@link KEEPALIVE_TIME_MS}, connection dropped when one is not
  * answered within {@link KEEPALIVE_TIMEOUT_MS}; on top of that Watch sends Heartbeat events.
  */
@@ -26,6 +28,8 @@ import { createReportUsageHandler } from './usage.js';
 import { compactChangeLog, pruneChangeLog } from '../change-log/retention.js';
 import { imageConfig, startImageReplica, type ImageReplica } from '../snapshot-image/replica.js';
 import { createSnapshotImageHandler } from '../snapshot-image/serve.js';
+import { PROTOCOL_VERSION } from '../../contract/protocol.js';
+import { withProtocolGate } from './protocol.js';
 
 /** Interval between HTTP/2 keep-alive pings on idle connections, in milliseconds. */
 export const KEEPALIVE_TIME_MS = 30_000;
@@ -36,8 +40,11 @@ export const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 /** Grace period for in-flight calls on close before they are cancelled, in milliseconds. */
 export const SHUTDOWN_GRACE_MS = 2_000;
 
-/** Dependencies of {@link startGrpcServer}; `watch` overrides Watch tunables (tests). */
-export interface GrpcServerDeps { sql: Sql; config: Config; log: Logger; watch?: Partial<WatchOptions> }
+/**
+ * Dependencies of {@link startGrpcServer}; `watch` overrides Watch tunables (tests),
+ * `protocolVersion` the version this server speaks (default PROTOCOL_VERSION; tests of version skew).
+ */
+export interface GrpcServerDeps { sql: Sql; config: Config; log: Logger; watch?: Partial<WatchOptions>; protocolVersion?: number }
 
 /** A running gRPC server. */
 export interface GrpcServer {
@@ -63,12 +70,12 @@ export async function startGrpcServer(deps: GrpcServerDeps): Promise<GrpcServer>
   const watch = createWatchHandler({ sql, feed, log, clusterToken: token, options: deps.watch });
 
   let replica: ImageReplica | null = null;
-  const handlers: grpc.UntypedServiceImplementation = {
+  const handlers: grpc.UntypedServiceImplementation = withProtocolGate({
     Watch: watch.handler as grpc.UntypedHandleCall,
     SnapshotImage: createSnapshotImageHandler({ replica: () => replica, clusterToken: token, log, tmpDir: config.dataDir }) as grpc.UntypedHandleCall,
     Ingest: createIngestHandler({ sql, log, authorize: (md) => hasClusterToken(md, token) }) as grpc.UntypedHandleCall,
     ReportUsage: createReportUsageHandler({ sql, log, clusterToken: token }) as grpc.UntypedHandleCall,
-  };
+  }, deps.protocolVersion ?? PROTOCOL_VERSION, log);
 
   const server = new grpc.Server({
     'grpc.keepalive_time_ms': KEEPALIVE_TIME_MS,
