@@ -69,7 +69,7 @@ export async function startControlPlane(config: Config, log: Logger, databaseUrl
     started.push(jobs);
     await jobs.resume();
     const deps = { sql, config, log: log.child({ component: 'control-plane' }), jobs };
-    const grpc = config.clusterToken === null ? null : await startGrpcServer({ sql, config, log });
+    const grpc = config.clusterToken === null ? null : await startGrpcServer({ sql, config, log, databaseUrl });
     if (grpc) started.push(grpc);
     else log.warn('SWITCHYARD_CLUSTER_TOKEN is not set: gRPC is off and no evaluation node can connect');
     let draining = false;

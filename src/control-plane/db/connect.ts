@@ -42,11 +42,20 @@ export const APPLICATION_NAME = 'switchyard';
  * Opens a pool to `url` of at most `max` connections (default 20), named `applicationName` in
  * pg_stat_activity (default {@link APPLICATION_NAME}). bigint columns are returned as JS numbers
  * when safe (ids, revisions stay below 2^53 in practice) and timestamps as Date objects.
- * `url` may be multi-host (see the module doc).
+ * `url` may be multi-host (see the module doc). `onnotify` and `onclose` are postgres.js's
+ * (grpc/listen.ts uses them for a LISTEN connection of its own).
  */
-export function connect(url: string, opts: { max?: number; applicationName?: string } = {}): Sql {
+export function connect(url: string, opts: {
+  max?: number; applicationName?: string;
+  /** postgres.js's `onnotify`: a notification on a LISTENing connection of this pool. */
+  onnotify?: (channel: string, payload: string) => void;
+  /** postgres.js's `onclose`: a connection of this pool closed. */
+  onclose?: () => void;
+} = {}): Sql {
   return postgres(url, {
     max: opts.max ?? 20,
+    ...(opts.onnotify ? { onnotify: opts.onnotify } : {}),
+    ...(opts.onclose ? { onclose: opts.onclose } : {}),
     backoff: reconnectBackoffS,
     connect_timeout: CONNECT_TIMEOUT_S,
     onnotice: () => {},

@@ -16,7 +16,7 @@
  * answered within {@link KEEPALIVE_TIMEOUT_MS}; on top of that Watch sends Heartbeat events.
  */
 import * as grpc from '@grpc/grpc-js';
-import type { Sql } from '../db/connect.js';
+import { APPLICATION_NAME, connect, type Sql } from '../db/connect.js';
 import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
 import { switchyardService } from '../../contract/loader.js';
@@ -31,6 +31,8 @@ import { createSnapshotImageHandler } from '../snapshot-image/serve.js';
 import { PROTOCOL_VERSION } from '../../contract/protocol.js';
 import { withProtocolGate } from './protocol.js';
 
+/** `application_name` of the change feed's LISTEN connection. */
+export const LISTEN_APPLICATION_NAME = `${APPLICATION_NAME}-listen`;
 /** Interval between HTTP/2 keep-alive pings on idle connections, in milliseconds. */
 export const KEEPALIVE_TIME_MS = 30_000;
 /** How long a keep-alive ping may go unanswered before the connection is closed, in milliseconds. */
@@ -42,9 +44,13 @@ export const SHUTDOWN_GRACE_MS = 2_000;
 
 /**
  * Dependencies of {@link startGrpcServer}; `watch` overrides Watch tunables (tests),
- * `protocolVersion` the version this server speaks (default PROTOCOL_VERSION; tests of version skew).
+ * `protocolVersion` the version this server speaks (default PROTOCOL_VERSION; tests of version skew),
+ * `databaseUrl` where the change feed opens its own LISTEN connection (change-feed.ts; without it
+ * it LISTENs on `sql`).
  */
-export interface GrpcServerDeps { sql: Sql; config: Config; log: Logger; watch?: Partial<WatchOptions>; protocolVersion?: number }
+export interface GrpcServerDeps {
+  sql: Sql; config: Config; log: Logger; watch?: Partial<WatchOptions>; protocolVersion?: number; databaseUrl?: string;
+}
 
 /** A running gRPC server. */
 export interface GrpcServer {
@@ -66,7 +72,10 @@ export async function startGrpcServer(deps: GrpcServerDeps): Promise<GrpcServer>
   const token = config.clusterToken;
   if (token === null) throw new Error('SWITCHYARD_CLUSTER_TOKEN is required to serve gRPC');
 
-  const feed = await startChangeFeed(sql, log);
+  const url = deps.databaseUrl;
+  const feed = await startChangeFeed(sql, log, url === undefined ? {} : {
+    listenPool: (handlers) => connect(url, { max: 1, applicationName: LISTEN_APPLICATION_NAME, ...handlers }),
+  });
   const watch = createWatchHandler({ sql, feed, log, clusterToken: token, options: deps.watch });
 
   let replica: ImageReplica | null = null;
