@@ -1,6 +1,5 @@
 /**
- * `make bench-apply`: what a node spends applying one person change from the Watch tail (issue
- * 17 item 1: target ≤ 10 CPU-µs per change), through the real path — Change message →
+ * `make bench-apply`: what a node spends applying one person change from the Watch tail (target ≤ 10 CPU-µs per change), through the real path — Change message →
  * `toStoreChange` (sync/decode.ts) → `applyBatch` (store/lmdb.ts, one LMDB write transaction per
  * batch) — for new persons, then for updates that keep the distinct ids. Same-run baseline: the
  * floor of the same work, writing each payload's bytes under its key with a bare lmdb-js
@@ -8,13 +7,7 @@
  * thread) and the ratio to the baseline. Bounded: BENCH_PERSONS (100,000) persons,
  * BENCH_BATCH (500) per batch, BENCH_PROPERTIES (30) properties each, a temporary directory.
  *
- * MEASURED (2026-11-26, Intel Xeon 2 vCPU, Node 20.20.2, defaults): before reading a person's
- * index fields from its payload (contract/person-index-fields.ts) new persons cost 46.8 CPU-µs and
- * updates 60–65; after, 30.4–31.7 and 38–40, against a bare put of the same bytes of 19.1 and
- * 22.1 in the same run (1.6× / 1.8×). With 5 properties: 23.8 and 31.6 against 13.1 and 14.4.
- * The ≤ 10 µs target is below what one bare lmdb-js `putSync` of a person costs here (random
- * keys over 100,000 persons: most puts copy a leaf page); lmdb-js' put and read are the largest
- * part of the rest (`writeInstructions`, `getBinaryFast`).
+ * Current figures beside their same-run floors: docs/benchmarks.md (history in git).
  */
 import fs from 'node:fs';
 import os from 'node:os';

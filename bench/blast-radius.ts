@@ -1,6 +1,6 @@
 /**
  * `make bench-blast-radius` (`node dist/bench/blast-radius.js`): how long does F17
- * `user_blast_radius` take over 1 M persons? (issue 13 item 2: < 2 s.)
+ * `user_blast_radius` take over 1 M persons? (< 2 s.)
  *
  * Setup: a throw-away embedded Postgres (or DATABASE_URL's server), a real control plane, and
  * BENCH_PERSONS persons (1,000,000) written with set-based SQL, each with `plan` (25 % pro),

@@ -24,7 +24,7 @@ import { startEmbeddedPostgres } from '../src/control-plane/db/embedded.js';
 import { startControlPlane } from '../src/control-plane/index.js';
 import { startNodeService } from '../src/eval-node/service.js';
 import { newPersonalApiKey } from '../src/control-plane/keys/tokens.js';
-import { freePort } from '../test/support/ports.js';
+import { stablePort } from '../test/support/ports.js';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -67,12 +67,12 @@ function load(url: string): Promise<{ ok: number; non2xx: number; errors: number
 async function main(): Promise<void> {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-capture-'));
   fs.chmodSync(tmp, 0o777);
-  const cluster = await startEmbeddedPostgres({ dataDir: path.join(tmp, 'pg'), port: await freePort(), persistent: false });
+  const cluster = await startEmbeddedPostgres({ dataDir: path.join(tmp, 'pg'), port: await stablePort(), persistent: false });
   const admin = connect(cluster.adminUrl, { max: 1 });
   await admin.unsafe('CREATE DATABASE bench_capture');
   await admin.end();
   const log = createLogger('silent');
-  const config = testConfig({ dataDir: tmp, grpcPort: await freePort(), bootstrapProjectApiKey: TOKEN, bootstrapPersonalApiKey: newPersonalApiKey() });
+  const config = testConfig({ dataDir: tmp, grpcPort: 0, bootstrapProjectApiKey: TOKEN, bootstrapPersonalApiKey: newPersonalApiKey() });
   const cp = await startControlPlane(config, log, cluster.urlFor('bench_capture'));
   const node = await startNodeService(testConfig({ ...config, dataDir: path.join(tmp, 'node'), controlPlane: `127.0.0.1:${cp.grpc!.port}` }), log);
   const started = Date.now();

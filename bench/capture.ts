@@ -9,14 +9,7 @@
  * the fsync); each mode runs BENCH_DURATION_S seconds (default 5) after a 1 s warm-up. No HTTP:
  * this isolates what src/eval-node/capture adds to a request. Same-run floor: JSON.parse(body).
  *
- * MEASURED (2026-11-21, AMD EPYC 2 vCPU VM shared with other sessions, load ~2.7, Node 20.20.2,
- * 10 events/request, concurrency 64, 3 s per mode):
- *   JSON.parse(body) only              ~91k requests/s
- *   decode + validate                  16–20k requests/s (160–200k events/s); gzip'd bodies ~16k
- *   + durable outbox append (fsync)    5.6–7.6k requests/s (56–76k events/s)
- * Decode + validate went from 11k to 20k requests/s by testing the first byte for JSON before
- * the whole-body base64 scans, building uuids from crypto.randomUUID() instead of randomBytes,
- * and skipping the code-point split of distinct ids that need no truncation.
+ * Current figures beside their same-run floors: docs/benchmarks.md (history in git).
  */
 import fs from 'node:fs';
 import os from 'node:os';

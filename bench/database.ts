@@ -7,7 +7,7 @@ import path from 'node:path';
 import crypto from 'node:crypto';
 import { startEmbeddedPostgres, type EmbeddedCluster } from '../src/control-plane/db/embedded.js';
 import { connect } from '../src/control-plane/db/connect.js';
-import { freePort } from '../test/support/ports.js';
+import { stablePort } from '../test/support/ports.js';
 
 /** A benchmark database. */
 export interface BenchDatabase {
@@ -25,7 +25,7 @@ export async function startBenchDatabase(dir: string, prefix: string): Promise<B
   if (!adminUrl) {
     // Postgres runs as its own OS user when we are root: it must be able to enter the directory.
     fs.chmodSync(dir, 0o777);
-    cluster = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: await freePort(), persistent: false });
+    cluster = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: await stablePort(), persistent: false });
     adminUrl = cluster.adminUrl;
   }
   const dbName = `${prefix}${crypto.randomBytes(4).toString('hex')}`;

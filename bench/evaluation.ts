@@ -11,55 +11,21 @@
  * request body (the same-run baselines)? Knobs: BENCH_REQUESTS (default 100000),
  * BENCH_WARMUP (default 20000), BENCH_ROUNDS (default 10).
  *
- * MEASURED (2026-11-21, AMD EPYC 2 vCPU Firecracker VM, Node 20.20.2; the VM was shared with other
- * sessions' benchmarks, load average 4–7 on 2 cores, so rounds vary ±40 %: read the best round
- * as "this code on an idle core" and the median as "under contention"):
- *   evaluateFlags               median 400–490 ns/flag (20–25 µs/request, 40–50k requests/s);
- *                               best round 338–372 ns/flag (17–18 µs/request, 54–59k requests/s)
- *                               (last run: median 427, best 338 ns/flag, 46.9k requests/s)
- *   + JSON.stringify(v2)        median 72–103 µs/request; best 63 µs
- *   + serializeFlagsV2          median 40–51 µs/request;  best 34 µs (same bytes, ~2× faster)
- *   baseline JSON.parse(body)   1.2–2.3 µs/request → evaluateFlags ≈ 10–11× parsing the request
- *   SHA-1 → hash01 per call     hand-written 266–290 ns, crypto.hash 1.0–1.2 µs,
- *                               crypto.createHash 1.4–3.1 µs (createHash would cost 40–90 µs for
- *                               the 30 hashes a request needs; hand-written costs 8 µs)
- *   The peer figures in research/peer-benchmarks.md were taken on a faster, idle Xeon
- *   (createHash 1.5 µs there vs 2.2–3.1 µs here): flagd-core 0.39 µs/flag, posthog-node 13.6.
- *
- * WHERE THE TIME GOES (node --cpu-prof --no-turbo-inlining over 400k requests, self time):
- *   SHA-1 compression (sha1-unrolled.ts)          ~25 %
- *   message assembly + padding (hash.ts)          ~13 %   → SHA-1 ≈ 40 % in all: 30 hashes/request
- *                                                           (20 rollouts + 10 variants; the 20
- *                                                           boolean flags at 100 % hash nothing)
- *   evaluateFlags loop + result object stores     ~18 %   (a fast-mode key template is cloned
- *                                                           per request; dictionary mode was worse)
- *   matchFlag + filtersPass + result objects      ~15 %
- *   property operators (PROPS: icontains, exact)  ~8 %
- *   candidate selection, RequestScope, GC         ~8 %
- * Since (perf branch, bench/flags.ts header): non-failed results are frozen and shared per
- * compiled flag and the flags object comes from a per-project generated object literal instead
- * of a cloned template + keyed stores: evaluateFlags best 16.9 → 14.8 µs/request, A/B in one process.
- * Tried and dropped (no measurable gain under this noise): Int32Array message view with byte
- * swap, per-entry serialised-string cache. Kept: unrolled SHA-1 (~1.7× the loop version),
- * identifier encoded once per request, byte loops instead of TypedArray#set, frozen shared
- * reason/metadata objects (no per-flag allocation but the result itself), internalized keys.
+ * Current figures beside their same-run floors: docs/benchmarks.md (history in git).
  */
 import crypto from 'node:crypto';
 import os from 'node:os';
 import { pathToFileURL } from 'node:url';
-import { compileProject, evaluateFlags, serializeFlagsV2, toFlagsV2 } from '../src/evaluation/index.js';
+import { compileProject, evaluateFlags, serializeFlagsV2, toFlagsV2, type CompiledProject } from '../src/evaluation/index.js';
 import { hashBytes, utf8 } from '../src/evaluation/hash.js';
 import { COMPANIES, PLANS, prng, USERS, workloadDefinitions, workloadRequest } from './flags-workload.js';
 import { DEFAULT_EVAL_BUDGET_MS } from '../src/limits.js';
+import { evaluationBudget } from '../src/eval-node/pool/budget-clock.js';
 
 export { workloadDefinitions, workloadRequest };
 
-/**
- * The evaluation budget each request runs under, as on a node (src/eval-node/pool/engine.ts:
- * `performance.now`, the default 50 ms): the bench pays the budget's clock reads.
- */
-const clock: () => number = performance.now.bind(performance);
-const budget = () => ({ now: clock, deadline: clock() + DEFAULT_EVAL_BUDGET_MS });
+/** The evaluation budget each request runs under, as on a node (src/eval-node/pool/budget-clock.ts). */
+const budget = (project: CompiledProject) => evaluationBudget(project, DEFAULT_EVAL_BUDGET_MS);
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 100_000);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 20_000);
@@ -84,7 +50,7 @@ function main(): void {
   let mismatches = 0;
   const share = new Map<string, number>();
   for (let n = 0; n < 2000; n++) {
-    const res = evaluateFlags(project, workloadRequest(n), {}, 0, budget()).flags;
+    const res = evaluateFlags(project, workloadRequest(n), {}, 0, budget(project)).flags;
     for (const [key, r] of Object.entries(res)) {
       share.set(key, (share.get(key) ?? 0) + (r.enabled ? 1 : 0));
       if (key.startsWith('email-') && r.enabled !== (n % 2 === 0)) mismatches++;
@@ -138,9 +104,9 @@ function main(): void {
   for (let i = 0; i < WARMUP; i++) {
     const r = requests[i % requests.length]!;
     sink += (JSON.parse(bodies[i % bodies.length]!) as { distinct_id: string }).distinct_id.length;
-    sink += evaluateFlags(project, r, {}, 0, budget()).errorsWhileComputingFlags ? 1 : 0;
-    sink += JSON.stringify(toFlagsV2(evaluateFlags(project, r, {}, 0, budget()), { requestId: 'bench' })).length;
-    sink += serializeFlagsV2(evaluateFlags(project, r, {}, 0, budget()), { requestId: 'bench' }).length;
+    sink += evaluateFlags(project, r, {}, 0, budget(project)).errorsWhileComputingFlags ? 1 : 0;
+    sink += JSON.stringify(toFlagsV2(evaluateFlags(project, r, {}, 0, budget(project)), { requestId: 'bench' })).length;
+    sink += serializeFlagsV2(evaluateFlags(project, r, {}, 0, budget(project)), { requestId: 'bench' }).length;
   }
   const per = Math.floor(REQUESTS / ROUNDS);
   const parseRounds: number[] = [];
@@ -153,18 +119,18 @@ function main(): void {
     for (let i = from; i < from + per; i++) sink += (JSON.parse(bodies[i]!) as { distinct_id: string }).distinct_id.length;
     parseRounds.push(ns(t) / per);
     t = process.hrtime.bigint();
-    for (let i = from; i < from + per; i++) sink += evaluateFlags(project, requests[i]!, {}, 0, budget()).errorsWhileComputingFlags ? 1 : 0;
+    for (let i = from; i < from + per; i++) sink += evaluateFlags(project, requests[i]!, {}, 0, budget(project)).errorsWhileComputingFlags ? 1 : 0;
     evalRounds.push(ns(t) / per);
     // Evaluate + build the v2 body + JSON.stringify + UTF-8 length (what a node does after parsing;
     // byteLength flattens the string as a write to the socket would).
     t = process.hrtime.bigint();
     for (let i = from; i < from + per; i++) {
-      sink += Buffer.byteLength(JSON.stringify(toFlagsV2(evaluateFlags(project, requests[i]!, {}, 0, budget()), { requestId: 'bench' })));
+      sink += Buffer.byteLength(JSON.stringify(toFlagsV2(evaluateFlags(project, requests[i]!, {}, 0, budget(project)), { requestId: 'bench' })));
     }
     fullRounds.push(ns(t) / per);
     // Evaluate + the cached-fragment serialiser (same bytes as the line above).
     t = process.hrtime.bigint();
-    for (let i = from; i < from + per; i++) sink += Buffer.byteLength(serializeFlagsV2(evaluateFlags(project, requests[i]!, {}, 0, budget()), { requestId: 'bench' }));
+    for (let i = from; i < from + per; i++) sink += Buffer.byteLength(serializeFlagsV2(evaluateFlags(project, requests[i]!, {}, 0, budget(project)), { requestId: 'bench' }));
     fastRounds.push(ns(t) / per);
   }
   if (sink === -1) console.log(sink);

@@ -1,6 +1,6 @@
 /**
  * `make bench-experiments` (`node dist/bench/experiments.js`): how long does one experiment metric
- * take over a large event store? (issue 12 item 2: 1 M exposed users and 20 M events, target < 5 s
+ * take over a large event store? (1 M exposed users and 20 M events, target < 5 s
  * on this 2-core machine.)
  *
  * Setup: a throw-away embedded Postgres (or DATABASE_URL's server) with a fresh database and a real
@@ -17,36 +17,7 @@
  * project's events — and `POST /query/` for a mean metric (purchase count, 7-day window) and an
  * ordered funnel (pageview → purchase). Printed: seconds and the ratio to the baseline.
  *
- * RESULTS (2026-11-25, 2 vCPU AMD EPYC, Node 20.20.2; 1 M users, 20 M events; warm): count(*) 1.3 s;
- * mean 3.4 s (2.7×); ordered two-step funnel 4.7 s (3.7×), down from 7.5-9.0 s earlier the same
- * day and 29 s the day before.
- * Where the funnel's time goes (log_min_duration_statement, per partition, both at once): the
- * pre-aggregate window check 0.3 s, the exposed half 0.8-1.0 s, the step probes 3.4 s (two index
- * probes per person, ~3.4 µs each).
- * What made it: shared_buffers sized to the machine (embedded.ts; at Postgres' 128 MiB default
- * each probe copied pages in from the OS cache: 2.8 s → 2.0 s for a step of 500 k probes); both
- * steps probed in one statement, person by person (a person's entries share leaf pages, and no
- * table is written between steps: 3.4 s against 4.6 s for the step tables and 0.9 s for the
- * exp_values join); partitions by uuid range, so each reads its half of the pre-aggregate's index
- * and probes the events index in ascending order.
- * Tried and dropped: a larger work_mem (the 1 M-entry hash tables outgrow the CPU caches and the
- * join got slower than the batched one); one statement over regular tables so Postgres can plan in
- * parallel (without temp-table statistics it chose a nested loop: 128 s); four partitions instead of
- * two (mean 5.4 s, funnel 8.7 s: more backends than cores); a merge join of the exposed users with
- * an ordered scan of the (person, event, time) index for a funnel step (7.5 s for the first step
- * alone), or of an (event, person, time) index (4.7 s for one step of half the users); one probe
- * per person reading every step event with FILTERed min/max aggregates (5.4 s: it reads ~19
- * entries per person where two probes read two).
- * 2026-11-26 (Intel Xeon 2 vCPU, events partitioned by month): funnel probes per month table —
- * earliest-step probes oldest month first, existence-only steps newest first — took one
- * partition's funnel statement from 5.1–5.5 s to 4.2–4.4 s on the same database; exposures read
- * index-only (migration 0016) 0.86 → 0.45–0.55 s. Fresh runs the same hour: count(*) 1.1–1.3 s,
- * mean 2.9–4.7 s, funnel 5.6–7.4 s; each probe costs ~4 µs of Postgres CPU here.
- * 2026-11-26 (session 26, same machine): funnels and counting means read ingestion's per-person
- * event times (`person_event_times`, migration 0017; merge joins over its key instead of index
- * probes of the events). Three fresh loads, warm: count(*) 1.10–1.15 s, mean 2.95–3.39 s (3.76 s
- * before it read the times), funnel 3.06–3.88 s (2.7–3.4×); on one kept database the funnel went 5.97 → 2.95 s (the funnel
- * statement of one partition 4.7–4.95 s → 1.5–1.9 s).
+ * Current figures beside their same-run floors: docs/benchmarks.md (history in git).
  * Knobs (env): BENCH_USERS (1,000,000), BENCH_EVENTS (20,000,000), DATABASE_URL, BENCH_KEEP_DB=1 (keep the
  * database for EXPLAIN sessions; its URL is printed — only with DATABASE_URL: the throw-away
  * embedded cluster goes with the run), BENCH_REUSE_DB=<that URL> (measure again on a kept

@@ -1,5 +1,5 @@
 /**
- * The `io` mode of `make bench` (issue 14 item 3): for each count in BENCH_IO_THREADS (default
+ * The `io` mode of `make bench`: for each count in BENCH_IO_THREADS (default
  * `1,2`), a bare uWS process and a node process (`switchyard eval-node`, SWITCHYARD_IO_THREADS=N,
  * synced from the bench's control plane), each driven by wrk (or autocannon without it) at
  * CONNECTIONS connections; the server's CPU read from /proc for that process alone, the
@@ -13,7 +13,7 @@ import { CONNECTIONS, DURATION_S, WARMUP_S, WRK, load, loadWrk, type LoadResult 
 import { processCpuUs, spawnServer } from './proc.js';
 import type { World } from './flags-world.js';
 import { workloadBody } from './flags-workload.js';
-import { freePort } from '../test/support/ports.js';
+import { stablePort } from '../test/support/ports.js';
 
 /** IO thread counts of the `io` mode (each: a node process and a bare uWS process with that many threads). */
 const IO_THREADS = (process.env.BENCH_IO_THREADS ?? '1,2').split(',').map(Number);
@@ -32,7 +32,7 @@ async function measureServer(name: string, threads: number, pid: number, url: st
 }
 
 /**
- * The `io` mode (issue 14 item 3): for each count in BENCH_IO_THREADS, a bare uWS process and a
+ * The `io` mode: for each count in BENCH_IO_THREADS, a bare uWS process and a
  * node process (`switchyard eval-node`, synced from the world's control plane) with that many IO
  * threads, each driven by the same autocannon child at CONNECTIONS connections. Server CPU is
  * read from /proc for the server process alone; the generator reports its own.
@@ -42,7 +42,7 @@ export async function measureIoThreads(dir: string, world: World): Promise<IoRow
   const cli = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'src', 'cli.js');
   const ceilingJs = path.join(path.dirname(fileURLToPath(import.meta.url)), 'uws-ceiling.js');
   for (const threads of IO_THREADS) {
-    const cport = await freePort();
+    const cport = await stablePort();
     const ceiling = await spawnServer([ceilingJs, String(cport), String(threads)], {}, async () =>
       (await fetch(`http://127.0.0.1:${cport}/flags`, { method: 'POST', body: '{}' })).ok);
     try {
@@ -50,7 +50,7 @@ export async function measureIoThreads(dir: string, world: World): Promise<IoRow
     } finally {
       ceiling.kill('SIGKILL');
     }
-    const nport = await freePort();
+    const nport = await stablePort();
     const url = `http://127.0.0.1:${nport}`;
     const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean); // e.g. --cpu-prof
     const node = await spawnServer([...nodeArgs, cli, 'eval-node'], {

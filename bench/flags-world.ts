@@ -11,7 +11,7 @@ import { appendChanges } from '../src/control-plane/change-log/store.js';
 import { cohortEntity, groupTypeMappingEntity, groupTypeMappingId } from '../src/contract/entities.js';
 import { newPersonalApiKey } from '../src/control-plane/keys/tokens.js';
 import { PAID_COHORT_FILTERS, TOKEN, workloadFlagBodies } from './flags-workload.js';
-import { freePort } from '../test/support/ports.js';
+import { stablePort } from '../test/support/ports.js';
 import { startBenchDatabase } from './database.js';
 
 /** Group type index of `company`: bootstrap already maps index 0 to `organization`. */
@@ -36,7 +36,7 @@ export interface World {
  */
 export async function startWorld(dir: string, log: Logger): Promise<World> {
   const db = await startBenchDatabase(dir, 'switchyard_bench_');
-  const grpcPort = await freePort();
+  const grpcPort = await stablePort();
   const personalKey = newPersonalApiKey();
   const config = testConfig({ dataDir: path.join(dir, 'control-plane'), grpcPort, bootstrapPersonalApiKey: personalKey, bootstrapProjectApiKey: TOKEN });
   const dropAll = () => db.drop();

@@ -27,53 +27,11 @@
  * BENCH_NODE_ARGS (extra node flags for the io-mode node, e.g. `--cpu-prof`), WRK_PATH (wrk, set by
  * `make bench`), DATABASE_URL (use that Postgres).
  *
- * The `io` mode (issue 14): per thread count, a bare uWS process and a node process
+ * The `io` mode: per thread count, a bare uWS process and a node process
  * (`switchyard eval-node`, SWITCHYARD_IO_THREADS=N) under wrk (one thread, fixed connections; the
- * node's CPU from /proc, wrk's from bash `times`). RESULTS (2026-11-25, same machine): bare uWS
- * 72.7k req/s (1 thread) and 67.5k (2), 10.6–10.9 CPU-µs/req; node 20.2k req/s with 1 IO thread
- * and 32.2k with 2 (1.59×), 43.6–44.1 CPU-µs/req, p99 7.4 and 5.6 ms; wrk 11–19 µs/req. Another
- * run the same hour: 16.8k and 26.7k (1.59×) at 56–59 µs/req: the box moves, the ratio holds.
+ * node's CPU from /proc, wrk's from bash `times`).
  *
- * RESULTS (2026-11-21, 2 vCPU AMD EPYC, Node 20.20.2, after the perf branch; the box is SHARED
- * with other sessions' test suites and their Postgres: load average 3–6 during every run, and the
- * same-run ceiling itself moved between 16k and 37k req/s over the day, so read CPU-µs/req as the
- * steady figure and req/s only against the same run's ceiling). Three full runs of this file:
- *   uWS ceiling (fixed 2 KB)  16.3–31.8k req/s, p50 1–2 ms, p99 7–14 ms, 16.4–24.5 server CPU µs/req
- *   node inline               11.1–14.2k req/s = 45–72 % of the same-run ceiling (45 % in the run
- *                             whose ceiling was 31.8k; by CPU, ceiling µs / node µs = 24–35 %),
- *                             p50 3 ms, p99 7–12 ms, 68.7–71.5 CPU µs/req, RSS 178–188 MB
- *   node pool (2 threads)     7.8–10.5k req/s = 24–62 %, p50 4–5 ms, p99 15–26 ms, 83–95 CPU µs/req,
- *                             RSS 335–359 MB
- *   half load (paced, open loop): inline 5.6–7.1k req/s, p50 1.8–1.9 ms, p99 147–430 ms; the bare
- *   ceiling at the same rate in the same run: p50 1.4–1.6 ms, p99 33–83 ms; the node's own event
- *   loop delay meanwhile p99 3.3–6.6 ms, max 14–23 ms. So the tail is queueing behind CPU the box
- *   takes away (the node has ~1× headroom at half load where the ceiling has 3×; an idle node +
- *   control plane + Postgres already sees 10–220 ms loop-delay maxima here), not a node stall.
- * The workload's requests carry every person property its flags read, and its group flags read
- * only `$group_key`, so the node skips the person and group store reads (src/evaluation/
- * stored-use.ts); a workload relying on stored properties pays two LMDB gets more (~5 % before).
- * Before this branch (same box, same morning; old setup filling LMDB directly): inline 8.7k req/s
- *   = 23 % of a 37.5k ceiling (by CPU 18.5 / 110 µs = 17 %), p99 14 ms, 110 CPU µs/req.
- *   Interleaved A/B of the old and new code on one harness (node in-process, store filled
- *   directly, 3 pairs): 113–133 → 75–98 CPU µs/req,
- *   5.2–7.9k → 7.9–9.9k req/s, 31–42 → 11–15 scavenges per 10k requests; allocation per request
- *   (heap sampling, in-process pipeline) ~16 KB → 5.9 KB. Per change: see the git log of `perf`.
- * Where the time goes now (node --cpu-prof of the inline server under this load, % of the main
- *   thread's busy time): evaluateFlags 37 % (SHA-1 message assembly + compression 17 %, matchFlag
- *   and filters the rest), assembling the v2 body from cached member bytes 18 % (a ~12 KB memcpy
- *   from 50 cached fragments that the kernel and uWS evict between requests: 3–4 µs in a tight
- *   loop, ~2–3× that here), parse (UTF-8 decode + JSON.parse) 8 %, uWS write (cork, headers,
- *   end) 7 %, head/request building 4 %, GC 4 %, the rest uWS dispatch and libuv. The whole
- *   pipeline in a tight loop with fake uWS objects costs 31–33 µs per request; the ~35 µs more per
- *   request under load is uWS/kernel work (the ceiling's 16–24 µs) plus cache misses.
- * Tried and dropped: pool answers packed into one transferred ArrayBuffer per batch (no string
- *   clone, no transcoding on the IO thread): each batch's external backing store triggered a major
- *   GC every ~800 requests (13 per 10k), so pool mode got slower (105–127 → 127–142 µs/req).
- * Inline vs pool: inline stays the default (`SWITCHYARD_EVAL_THREADS=0`): on 2 vCPUs with the
- * load generator on the same box there is no core for workers, and pool costs ~20 % more CPU
- * and twice the memory per request. Neither the 20k req/s nor the 5 ms half-load p99 target can be
- * shown on this box: at ~70 CPU µs/req one core gives ≤ 14k req/s; re-run on an idle machine with
- * ≥ 4 cores (load generator on its own cores).
+ * Current figures beside their same-run floors: docs/benchmarks.md (history in git).
  */
 import fs from 'node:fs';
 import os from 'node:os';

@@ -1,5 +1,5 @@
 /**
- * The floor of one person change on this machine (issue 17 item 1), measured beside the real
+ * The floor of one person change on this machine, measured beside the real
  * path by `make bench-scale`: the least CPU the rows and the entry a new person leaves behind can
  * cost, with no decision made, no JSON parsed twice, no network and no capture.
  *

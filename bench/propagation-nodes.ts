@@ -18,7 +18,7 @@ import { createLogger } from '../src/log.js';
 import { startControlPlane } from '../src/control-plane/index.js';
 import { startNodeService, type NodeService } from '../src/eval-node/service.js';
 import { newPersonalApiKey, newProjectApiKey } from '../src/control-plane/keys/tokens.js';
-import { freePort } from '../test/support/ports.js';
+import { stablePort } from '../test/support/ports.js';
 
 /** Figures of one run, in milliseconds. */
 export interface NodesPropagation { samples: number[]; patchMs: number[]; flagsMs: number[] }
@@ -28,7 +28,7 @@ export async function measureNodesPropagation(databaseUrl: string, nodes: number
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-nodes-'));
   const personal = newPersonalApiKey();
   const token = newProjectApiKey();
-  const grpcPort = await freePort();
+  const grpcPort = await stablePort();
   const log = createLogger('silent');
   const config = testConfig({ dataDir: tmp, grpcPort, bootstrapPersonalApiKey: personal, bootstrapProjectApiKey: token });
   const cp = await startControlPlane(config, log, databaseUrl);

@@ -41,7 +41,7 @@ import { appendChanges, currentRevision } from '../src/control-plane/change-log/
 import { featureFlagEntity, projectEntity, type FeatureFlagRow } from '../src/contract/entities.js';
 import { startGrpcServer } from '../src/control-plane/grpc/server.js';
 import { startEvalNode, type EvalNode } from '../src/eval-node/node.js';
-import { freePort } from '../test/support/ports.js';
+import { stablePort } from '../test/support/ports.js';
 import { measureNodesPropagation } from './propagation-nodes.js';
 
 const LATENCY_N = Number(process.env.BENCH_LATENCY_N ?? 300);
@@ -88,7 +88,7 @@ async function main(): Promise<void> {
   let url = process.env.DATABASE_URL ?? null;
   if (!url) {
     fs.chmodSync(tmp, 0o777);
-    cluster = await startEmbeddedPostgres({ dataDir: path.join(tmp, 'pg'), port: await freePort(), persistent: false });
+    cluster = await startEmbeddedPostgres({ dataDir: path.join(tmp, 'pg'), port: await stablePort(), persistent: false });
     const admin = connect(cluster.adminUrl, { max: 1 });
     await admin.unsafe('CREATE DATABASE bench_propagation');
     await admin.end();
@@ -96,7 +96,7 @@ async function main(): Promise<void> {
   }
   const sql = connect(url, { max: 20 });
   const log = createLogger('silent');
-  const grpcPort = await freePort();
+  const grpcPort = await stablePort();
   const config = testConfig({ dataDir: path.join(tmp, 'node'), grpcPort, controlPlane: `127.0.0.1:${grpcPort}` });
   console.log(`node ${process.version}, ${os.cpus()[0]?.model ?? 'cpu?'} ×${os.availableParallelism()}, ${cluster ? 'embedded' : 'external'} Postgres`);
   try {

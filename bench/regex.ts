@@ -1,16 +1,12 @@
 /**
- * `make bench-regex`: cost of one `regex` search (issue 8 item 3) with the linear engine now in
+ * `make bench-regex`: cost of one `regex` search with the linear engine now in
  * use (re2js, src/evaluation/properties/regex.ts) against V8's backtracking RegExp on the same
  * translated pattern (the engine used before, and the same-run baseline), for the patterns
  * flags use (e-mail domains, URL paths, plans) over typical subjects, then on the ReDoS attack
  * subjects, where V8 is capped at a few characters because it is exponential.
  * Knobs: BENCH_ITERATIONS (default 200000). Prints ns per search and the ratio.
  *
- * MEASURED (2026-11-25, 2-vCPU AMD EPYC VM, Node 20.20.2, 100k searches per row):
- *   e-mail domain 391 ns (V8 44), URL path 1,090 (43), (?i) plan 541 (28), Unicode \w 810 (35):
- *   re2js costs 9–26× V8 per search, under 1.1 µs: one regex condition adds about 5 % to a
- *   ~20 µs /flags request. In exchange the attack subjects cost V8 2.2–2.9 s at 25 characters
- *   (doubling per character) and re2js 0.1–2.2 ms at 100,001.
+ * Current figures beside their same-run floors: docs/benchmarks.md (history in git).
  */
 import { compileRegex, regexSearch } from '../src/evaluation/properties/regex.js';
 import { BacktrackingTranslator } from '../src/evaluation/properties/regex-translate-js.js';

@@ -1,5 +1,5 @@
 /**
- * `make bench-scale` (`node dist/bench/scale.js`; issue 17 item 5): how a node copes with many
+ * `make bench-scale` (`node dist/bench/scale.js`): how a node copes with many
  * persons. Loads BENCH_PERSONS persons (default 1,000,000; `N=` in make) as `$identify` events
  * through a node's `/batch/` (500 events a request, 4 senders), then prints:
  *
@@ -7,7 +7,7 @@
  *   end-to-end rate (persons on the node, from the first request to the node's revision reaching
  *   the change log's head after ingestion);
  * - the node's RSS, anonymous and file-backed resident memory after the load and after a restart
- *   of the same node (issue 17 item 3: within 1.3×), its LMDB file and map size;
+ *   of the same node (within 1.3×), its LMDB file and map size;
  * - how long a fresh node takes to become ready from a (paged) snapshot, with the CPU of the node
  *   and of the control plane meanwhile;
  * - the CPU per person of each part over the load (this process: senders and control plane;
@@ -24,38 +24,7 @@
  * node as its own process (`switchyard eval-node`, so its memory is its own). Loopback only,
  * bounded: every wait gives up after BENCH_TIMEOUT_S (600).
  *
- * RESULTS (2026-11-26, 2 vCPU, Node 20.20.2, 1,000,000 persons, node with 2 IO threads, three
- * runs): accepted 33,300–39,000 events/s; persons in Postgres 5,120/s and on the node 4,400–5,100/s
- * (ingestion is the limit: Postgres ~90 µs per person, the event row and its indexes, the person,
- * its distinct id, the change-log entry); a fresh node ready in 27.2–27.5 s = 36,400–36,800
- * persons/s (40.0 s before persons were paged in uuid order; node CPU 22–24 s, control plane
- * 9–11 s); node RSS ~1,000 MB after the load (anonymous ~270, file-backed ~730: the LMDB pages the
- * load touched) against 181 MB restarted (131 / 50); LMDB 523–534 B and Postgres 1,302 B per
- * person; /flags 18,300–22,400 req/s (p99 7–8 ms) with 50 flags and 980–1,170 req/s (p99
- * 119–131 ms, 231 KB answers) with 1,000. Issue 17's targets (30,000 persons/s, 200,000
- * entities/s, RSS within 1.3×) are not met: see the README's "Measured".
- * 2026-11-26, after the node hands memory back once bulk writes go quiet (memory/release.ts; this
- * bench now measures after that release): RSS 275–286 MB after the load (anonymous 224–235,
- * file-backed 51) against 175–183 MB restarted = 1.56–1.57× at 1 M persons (two runs); 246–264
- * against 181–185 MB = 1.34–1.42× at 200,000. What remains is mostly the main thread's V8 heap
- * (a 32 MiB young generation V8 does not shrink while the node is polled) and external memory.
- * 2026-11-26, session 25 (Intel Xeon 2 vCPU): settling GCs after the release (the main thread's
- * young generation 32 → 1–4 MiB; measured after them, the node left alone): RSS 210–223 MB
- * against 174–184 MB restarted = 1.15–1.27× at 1 M in six runs of eight (the others 1.32×, and 1.64×
- * with 75 MB more anonymous memory outside the V8 heaps), 1.07–1.12× at 200,000. Snapshot
- * images (the control plane keeps a node store current and a fresh node copies it): a fresh node
- * ready in 4.0–5.1 s at 1 M persons = 195,000–248,000 persons/s, under 5 s in four runs of five
- * (a 537 MB image installed in ~3.5 s, 485 MB once copied compacted, no faster here; 6.6–6.7 s
- * before the image call's flow-control window was raised from 64 KiB to 16 MiB) against 28.2 s
- * through the Watch snapshot; 1.8–1.9 s at 200,000. Keeping the
- * image costs the control plane one more node's apply: ingestion 3,940–4,520 persons/s in seven
- * runs against 5,285 without it the same day.
- * 2026-11-26, session 27: the CPU of each part over the load and the floor of a person change
- * (bench/person-floor.ts) are printed too. At 200,000 (two runs): senders + control plane 107–114
- * µs, Postgres 124–127, node 54–56 = 284–297 CPU-µs per person, the two cores 74 % busy; floor:
- * Postgres COPY of the rows 63–67 µs + two bare LMDB puts of 10 µs = 83–88 µs, so at most
- * 22,800–24,100 persons/s on these two cores before capture, gRPC and any decision (issue 17's
- * target is 30,000). End to end 4,970–5,190 persons/s; RSS after/restarted 1.36× and 1.52×.
+ * Current figures beside their same-run floors: docs/benchmarks.md (history in git).
  * Knobs (env): BENCH_PERSONS, BENCH_SNAPSHOT_IMAGE=0 (no image: the fresh node takes the Watch
  * snapshot), BENCH_MEMORY_METRICS=1, BENCH_HEAP_SNAPSHOT=1, BENCH_NODE_LOG_LEVEL (nodes' logs to
  * stderr), BENCH_FRESH_NODE_ARGS, BENCH_TIMEOUT_S, and bench/load.ts's.
@@ -69,7 +38,7 @@ import { testConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { startControlPlane } from '../src/control-plane/index.js';
 import { newPersonalApiKey } from '../src/control-plane/keys/tokens.js';
-import { freePort } from '../test/support/ports.js';
+import { stablePort } from '../test/support/ports.js';
 import { startBenchDatabase } from './database.js';
 import { processCpuUs, processTreeCpuUs } from './proc.js';
 import { benchPersonProperties, lmdbPutFloor, postgresWriteFloor } from './person-floor.js';
@@ -106,7 +75,7 @@ function memory(pid: number): { rss: number; anon: number; file: number } {
 interface Node { child: ChildProcess; url: string; stop(): Promise<void> }
 
 async function startNode(dataDir: string, controlPlane: string, clusterToken: string, nodeArgs: string[] = []): Promise<Node> {
-  const port = await freePort();
+  const port = await stablePort();
   const child = spawn(process.execPath, [...nodeArgs, CLI, 'eval-node'], {
     env: { ...process.env, SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_FLAGS_PORT: String(port), SWITCHYARD_CONTROL_PLANE: controlPlane, SWITCHYARD_CLUSTER_TOKEN: clusterToken, SWITCHYARD_LOG_LEVEL: process.env.BENCH_NODE_LOG_LEVEL ?? 'warn' },
     // BENCH_NODE_LOG_LEVEL (e.g. info): the nodes' logs (their stdout) go to this bench's stderr.
@@ -128,7 +97,7 @@ async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-scale-'));
   fs.chmodSync(dir, 0o777);
   const db = await startBenchDatabase(dir, 'switchyard_bench_scale_');
-  const grpcPort = await freePort();
+  const grpcPort = await stablePort();
   // The control plane keeps its snapshot image unless BENCH_SNAPSHOT_IMAGE=0 (then a fresh node
   // takes the Watch snapshot, as it did before images).
   const snapshotImage = process.env.BENCH_SNAPSHOT_IMAGE !== '0';

@@ -1,5 +1,5 @@
 /**
- * Builds the web console (issue 15) into dist/console: esbuild bundles console/src/main.tsx
+ * Builds the web console into dist/console: esbuild bundles console/src/main.tsx
  * (Preact, uPlot) into one minified app.js with its CSS, and copies index.html. Everything the
  * browser loads is served by the control plane (src/control-plane/http/console.ts): no CDN.
  */

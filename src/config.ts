@@ -85,7 +85,7 @@ export interface Config {
    */
   readonly memoryReleaseQuietMs: number;
   /**
-   * Snapshot images (SWITCHYARD_SNAPSHOT_IMAGE, default true; issue 17 item 2): a control plane
+   * Snapshot images (SWITCHYARD_SNAPSHOT_IMAGE, default true): a control plane
    * keeps a complete node store current beside Postgres and serves copies of it
    * (control-plane/snapshot-image); a node that has no store installs a copy and watches from its
    * revision instead of taking a Watch snapshot entity by entity. false: neither.
@@ -97,11 +97,10 @@ export interface Config {
    */
   readonly ioThreadYoungGenMb: number;
   /**
-   * Largest /flags and /decide body once decoded (gunzip, base64), in bytes (413 above; issue 8
-   * item 4). SDK bodies carry a distinct id and some properties: kilobytes.
+   * Largest /flags and /decide body once decoded (gunzip, base64), in bytes (413 above). SDK bodies carry a distinct id and some properties: kilobytes.
    */
   readonly maxFlagsBodyBytes: number;
-  /** Largest capture body once decoded (gunzip, base64), in bytes (413 above; issue 8 item 4). */
+  /** Largest capture body once decoded (gunzip, base64), in bytes (413 above). */
   readonly maxCaptureBodyBytes: number;
   /**
    * Per-project requests per minute on a node's server-side feeds (`/flags/definitions` and
@@ -125,7 +124,7 @@ export interface Config {
   readonly timeseriesWorker: boolean;
   /**
    * Longest a pool task (one batch of /flags jobs) may run, in milliseconds; then its worker is
-   * replaced and its requests answer 503 `evaluation_timeout` (issue 8 item 3).
+   * replaced and its requests answer 503 `evaluation_timeout`.
    */
   readonly evalTaskTimeoutMs: number;
   /**
@@ -134,6 +133,28 @@ export interface Config {
    * yet answered are failed entries and `errorsWhileComputingFlags` is true (src/evaluation/budget.ts).
    */
   readonly evalBudgetMs: number;
+  /**
+   * Worker threads of the control plane's scan pool (SWITCHYARD_SCAN_THREADS, default: half the
+   * cores, 1 to 4), which matches filters against many persons (user_blast_radius, cohort
+   * calculation, evaluation_reasons, my_flags, static cohort for a flag) off the event loop.
+   */
+  readonly scanThreads: number;
+  /**
+   * Scans one project may run at once (SWITCHYARD_SCAN_PROJECT_CONCURRENCY, default 2): a request
+   * past it answers 429 throttled; a cohort calculation past it waits for a slot.
+   */
+  readonly scanProjectConcurrency: number;
+  /**
+   * Longest a scan answering a request may run, in milliseconds (SWITCHYARD_SCAN_TIMEOUT_MS,
+   * default 30 000), waiting for a worker included; past it the request answers 504.
+   */
+  readonly scanTimeoutMs: number;
+  /**
+   * Longest one cohort calculation (or static-cohort fill) may run, in milliseconds
+   * (SWITCHYARD_COHORT_CALCULATION_TIMEOUT_MS, default 300 000); past it the calculation stops
+   * and counts in the cohort's `errors_calculating`, its count unchanged.
+   */
+  readonly cohortCalculationTimeoutMs: number;
   /** Path of a GeoLite2-City .mmdb file. */
   readonly geoipDbPath: string;
   /** Value of the bootstrap personal API key (`phx_…`), or null to generate one. */
@@ -146,6 +167,12 @@ export interface Config {
   readonly maxPublicBodyBytes: number;
   /** Largest size of the capture outbox on a node before capture answers 503, in bytes. */
   readonly maxOutboxBytes: number;
+  /**
+   * Copies of a node's store or capture outbox moved aside after damage that are kept, newest
+   * first (SWITCHYARD_KEEP_MOVED_ASIDE, default 3; 0 keeps none); older ones are deleted, an
+   * outbox copy only once its events were recovered (store/aside.ts).
+   */
+  readonly keepMovedAside: number;
   /**
    * Days of events kept (SWITCHYARD_EVENTS_RETENTION_DAYS; null = keep every event). Whole
    * months are dropped once entirely older, never events a live experiment reads
@@ -309,6 +336,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ioThreadYoungGenMb: int(env, 'SWITCHYARD_IO_THREAD_YOUNG_GEN_MB', 0, 0, 1024),
     evalTaskTimeoutMs: int(env, 'SWITCHYARD_EVAL_TASK_TIMEOUT_MS', 2_000, 1, 600_000),
     evalBudgetMs: int(env, 'SWITCHYARD_EVAL_BUDGET_MS', DEFAULT_EVAL_BUDGET_MS, 1, 600_000),
+    scanThreads: int(env, 'SWITCHYARD_SCAN_THREADS', Math.min(4, Math.max(1, Math.floor(os.availableParallelism() / 2))), 1, 256),
+    scanProjectConcurrency: int(env, 'SWITCHYARD_SCAN_PROJECT_CONCURRENCY', 2, 1, 1024),
+    scanTimeoutMs: int(env, 'SWITCHYARD_SCAN_TIMEOUT_MS', 30_000, 1, 3_600_000),
+    cohortCalculationTimeoutMs: int(env, 'SWITCHYARD_COHORT_CALCULATION_TIMEOUT_MS', 300_000, 1, 86_400_000),
     maxFlagsBodyBytes: int(env, 'SWITCHYARD_MAX_FLAGS_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxCaptureBodyBytes: int(env, 'SWITCHYARD_MAX_CAPTURE_BODY_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     definitionsRatePerMinute: int(env, 'SWITCHYARD_DEFINITIONS_RATE_PER_MINUTE', 600, 0, 1_000_000_000),
@@ -321,6 +352,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxApiBodyBytes: int(env, 'SWITCHYARD_MAX_API_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxPublicBodyBytes: int(env, 'SWITCHYARD_MAX_PUBLIC_BODY_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxOutboxBytes: int(env, 'SWITCHYARD_MAX_OUTBOX_BYTES', 1024 * 1024 * 1024, 1024 * 1024, Number.MAX_SAFE_INTEGER),
+    keepMovedAside: int(env, 'SWITCHYARD_KEEP_MOVED_ASIDE', 3, 0, 1_000),
     eventsRetentionDays: str(env, 'SWITCHYARD_EVENTS_RETENTION_DAYS') === null ? null : int(env, 'SWITCHYARD_EVENTS_RETENTION_DAYS', 0, 1, 36_500),
     queryTimeoutMs: int(env, 'SWITCHYARD_QUERY_TIMEOUT_MS', 120_000, 0, 86_400_000),
     projectTokenOverlapSeconds: int(env, 'SWITCHYARD_PROJECT_TOKEN_OVERLAP_SECONDS', 300, 0, 30 * 86_400),

@@ -1,10 +1,10 @@
 /**
- * The bounds every layer applies to public input (issue 8, "Hardening"): one place, so the
+ * The bounds every layer applies to public input: one place, so the
  * edge (capture, `/flags`, the management API), ingestion, the change feed and the node's
  * store agree on what can ever reach them. A value the edge accepts must be one that every
  * later stage (msgpackr, LMDB keys, Postgres btree indexes, our own recursive code) can carry.
  *
- * Pure: no IO. The README "Limits" table lists these numbers.
+ * Pure: no IO. The "Limits on public input" table of docs/api.md lists these numbers.
  */
 
 /**
@@ -37,6 +37,37 @@ export const MAX_EVENT_BYTES = 1024 * 1024;
  * Deeper payloads are refused by the codec (src/contract/payload.ts) instead of crashing it.
  */
 export const MAX_PAYLOAD_DEPTH = 2 * MAX_JSON_DEPTH;
+
+/**
+ * Deepest management API body: the body object around field values bounded by
+ * {@link MAX_JSON_DEPTH}. Refused before parsing (src/json-budget.ts), so no later recursive
+ * walk (validators, postgres.js's JSON.stringify of a jsonb parameter) can overflow the stack.
+ */
+export const MAX_API_BODY_DEPTH = MAX_JSON_DEPTH + 1;
+
+/**
+ * Most array elements plus object members in one `/flags`, `/decide` or management API body,
+ * counted before parsing (src/json-budget.ts). Their byte limits are 1 MiB by default, so a
+ * legitimate body (person properties by the thousand, a flag with hundreds of groups, a list of
+ * ids by the ten thousand) averages far more than 10 bytes a member; a body of tiny members
+ * (`[0,0,...]`, a 100,000-key object) costs far more to build than its bytes suggest.
+ */
+export const MAX_BODY_MEMBERS = 100_000;
+
+/**
+ * Most array elements plus object members in one capture request, once decoded (its byte limit
+ * is 20 MiB): five times what a dense 1 MB body holds, the most posthog-js sends at once
+ * (recordings are split near 0.9 MB and usually compressed into strings).
+ */
+export const MAX_CAPTURE_MEMBERS = 500_000;
+
+/**
+ * Most events in one capture request (the top-level array or the `batch` array). SDKs send at
+ * most 100 (posthog-node and posthog-python `maxBatchSize`/`upload_size`, mobile SDKs 50) and
+ * posthog-js flushes every few seconds; each event costs validation, a uuid and a
+ * serialisation, so a 600,000-event body under the byte limit held a node for seconds.
+ */
+export const MAX_CAPTURE_EVENTS = 10_000;
 
 /**
  * Longest id (distinct id, group key, token, entity id) used verbatim inside an LMDB key, in
@@ -88,11 +119,13 @@ export function tooDeep(value: unknown, limit: number = MAX_JSON_DEPTH): boolean
  * errors (including the size limit) make both operators false; a pattern over this bound is
  * likewise refused on write (400) and false for both operators at evaluation.
  *
- * 100,000 units accept `\w{1,100}` (80,002: Unicode `\w` is ~800 ranges) and every ordinary
- * pattern (an e-mail domain, a URL path: tens of units) and refuse `(?i)\w{1,1000}!` (800,002),
- * whose searches took seconds on a few KB of text.
+ * 250,000 units accept every ordinary pattern (an e-mail domain, a URL path: tens of units) and
+ * the longer shapes people write, such as a whole e-mail address with Unicode classes
+ * (`[\w.+-]{1,64}@[\w-]{1,63}\.[a-z]{2,10}$`: 101,822; Unicode `\w` is ~800 ranges) or
+ * `(?i)\w{1,250}!` (200,002: its first search of 8 KiB builds the lazy DFA in ~0.25 s, later ones
+ * take ~4 ms), and refuse `(?i)\w{1,1000}!` (800,002: 1.3–2.4 s per search of 8 KiB).
  */
-export const MAX_REGEX_PROGRAM_UNITS = 100_000;
+export const MAX_REGEX_PROGRAM_UNITS = 250_000;
 
 /**
  * Longest property value (its string form, in UTF-16 code units) that `regex`, `not_regex`,

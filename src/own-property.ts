@@ -1,5 +1,5 @@
 /**
- * Own data properties for keys that come from public input (issue 8 item 8): `o[k] = v` with
+ * Own data properties for keys that come from public input: `o[k] = v` with
  * `k === '__proto__'` sets the object's prototype instead of adding a property, so the key is
  * lost (and, on a shared object, its prototype changed). Pure; used wherever objects are built
  * from client-chosen keys (capture cleaning, person and group property updates, evaluation's

@@ -1,6 +1,5 @@
 /**
- * What `GET /` answers on each port, and the hint for SDK paths sent to the management port
- * (issue 9 item 5): a new user who opens the wrong port is told where things are. Pure.
+ * What `GET /` answers on each port, and the hint for SDK paths sent to the management port: a new user who opens the wrong port is told where things are. Pure.
  */
 
 /** `GET /` on the management API: where the API, probes and evaluation are. */

@@ -1,19 +1,51 @@
 /**
- * `make test`: runs every `*.test.js` under dist/test with node:test.
+ * `make test`: runs every `*.test.js` under dist/test, each file in its own node process
+ * (test/support/schedule.ts), longest first (test/support/order.ts), and ends with a
+ * summary listing the slowest files (test/support/summary.ts). Exits 1 when any file fails.
  *
  * Unless DATABASE_URL is set, one throw-away embedded Postgres cluster is started for the whole
- * run on a free port; each suite then creates its own database on it (test/support/db.ts).
+ * run (test/support/postgres.ts). Either way one migrated template database is built first;
+ * each suite's database is a copy of it (test/support/db.ts).
+ *
  * Arguments are substrings that select test files (`make test TEST_ARGS=evaluation`).
+ * Environment: TEST_CONCURRENCY (files at once; default below), TEST_FILE_TIMEOUT_MS (a file's
+ * time limit, default 180000), TEST_QUIET=1 (print only failing files' output).
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { startEmbeddedPostgres, type EmbeddedCluster } from '../src/control-plane/db/embedded.js';
-import { freePort } from './support/ports.js';
+import type { EmbeddedCluster } from '../src/control-plane/db/embedded.js';
+import { TEMPLATE_ENV } from './support/db.js';
+import { createTemplateDatabase, startTestPostgres } from './support/postgres.js';
+import { orderFiles, readDurations, writeDurations, type Durations } from './support/order.js';
+import { killRunning, runFiles } from './support/schedule.js';
+import { fileOk, formatSummary } from './support/summary.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+/** Where each run leaves its per-file wall times for the next run's order. */
+const durationsFile = path.join(here, 'durations.json');
+
+/**
+ * Longest one file may run, in milliseconds, teardown included: then its process group is killed
+ * and it fails naming the test that was running. Far above any file's time on an idle 2-core
+ * machine (about a minute at most); a machine shared with other work can take several times
+ * longer. Tests' own `timeout` options still apply within it.
+ */
+const FILE_TIMEOUT_MS = Number(process.env.TEST_FILE_TIMEOUT_MS) || 180_000;
+/** How long the run waits for its Postgres to stop, in milliseconds. */
+const STOP_TIMEOUT_MS = 30_000;
+
+/**
+ * Files run at once: 2 per core, at least 4, at most 8. The run is CPU-bound (each file's
+ * process loads the product's modules, Postgres and the nodes compute): 4 files keep 2 cores
+ * busy through the waits on sockets and child processes; more only stretches each file.
+ */
+function concurrency(): number {
+  const given = Number(process.env.TEST_CONCURRENCY);
+  if (Number.isInteger(given) && given > 0) return given;
+  return Math.max(4, Math.min(8, os.availableParallelism() * 2));
+}
 
 function findTests(dir: string): string[] {
   const out: string[] = [];
@@ -25,10 +57,10 @@ function findTests(dir: string): string[] {
   return out.sort();
 }
 
-/** Longest one test may run, in milliseconds (the slowest, system tests, take well under a minute). */
-const TEST_TIMEOUT_MS = 300_000;
+const rel = (file: string): string => path.relative(here, file);
 
 async function main(): Promise<number> {
+  const started = Date.now();
   const filters = process.argv.slice(2);
   const files = findTests(here).filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)));
   if (files.length === 0) {
@@ -36,26 +68,48 @@ async function main(): Promise<number> {
     return 1;
   }
   let cluster: EmbeddedCluster | null = null;
-  let tmp: string | null = null;
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-test-'));
+  fs.chmodSync(tmp, 0o777);
   const env = { ...process.env };
-  if (!env.DATABASE_URL) {
-    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-test-pg-'));
-    fs.chmodSync(tmp, 0o777);
-    cluster = await startEmbeddedPostgres({ dataDir: path.join(tmp, 'pg'), port: await freePort(), persistent: false });
-    env.SWITCHYARD_TEST_ADMIN_URL = cluster.adminUrl;
-  } else {
-    env.SWITCHYARD_TEST_ADMIN_URL = env.DATABASE_URL;
+  let dropTemplate: (() => Promise<void>) | null = null;
+  const cleanUp = async (): Promise<void> => {
+    killRunning();
+    await dropTemplate?.().catch(() => {});
+    // Bounded: a Postgres that does not stop must not hold the run (its files go with tmp).
+    if (cluster) await Promise.race([cluster.stop().catch(() => {}), new Promise((r) => setTimeout(r, STOP_TIMEOUT_MS).unref())]);
+    fs.rmSync(tmp, { recursive: true, force: true });
+  };
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => { void cleanUp().finally(() => process.exit(130)); });
   }
-  const concurrency = Math.max(2, Math.min(4, os.availableParallelism() * 2));
-  // A test that never settles fails after TEST_TIMEOUT_MS instead of holding CI until its limit.
-  // (Not --test-force-exit: on Node 20 it drops some test reports of files that finish together.)
-  const code = await new Promise<number>((resolve) => {
-    const child = spawn(process.execPath, ['--test', `--test-concurrency=${concurrency}`, `--test-timeout=${TEST_TIMEOUT_MS}`, ...files], { env, stdio: 'inherit' });
-    child.on('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0)));
-  });
-  if (cluster) await cluster.stop().catch(() => {});
-  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
-  return code;
+  try {
+    if (!env.DATABASE_URL) {
+      cluster = await startTestPostgres(tmp);
+      env.SWITCHYARD_TEST_ADMIN_URL = cluster.adminUrl;
+    } else {
+      env.SWITCHYARD_TEST_ADMIN_URL = env.DATABASE_URL;
+    }
+    const template = await createTemplateDatabase(env.SWITCHYARD_TEST_ADMIN_URL);
+    dropTemplate = template.drop;
+    env[TEMPLATE_ENV] = template.name;
+    console.log(`ℹ Postgres and the template database ready in ${((Date.now() - started) / 1000).toFixed(1)} s; ${files.length} files, ${concurrency()} at a time`);
+    const scratchDir = fs.mkdtempSync(path.join(tmp, 'counts-'));
+    const quiet = process.env.TEST_QUIET === '1';
+    const runs = await runFiles(orderFiles(files, readDurations(durationsFile), rel), {
+      concurrency: concurrency(), env, scratchDir, fileTimeoutMs: FILE_TIMEOUT_MS,
+      onDone(run) {
+        if (quiet && fileOk(run)) return;
+        process.stdout.write(`\n── ${rel(run.file)} (${(run.durationMs / 1000).toFixed(1)} s)\n${run.output}`);
+      },
+    });
+    const measured: Durations = {};
+    for (const r of runs) if (!r.timedOut) measured[rel(r.file)] = r.durationMs;
+    try { writeDurations(durationsFile, measured); } catch { /* only the next run's order suffers */ }
+    console.log(formatSummary(runs, Date.now() - started, rel));
+    return runs.every(fileOk) ? 0 : 1;
+  } finally {
+    await cleanUp();
+  }
 }
 
 main().then((c) => process.exit(c), (e) => { console.error(e); process.exit(1); });

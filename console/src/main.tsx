@@ -1,5 +1,5 @@
 /**
- * The Switchyard console (issue 15): a single page served by the control plane at `/`. Sign in
+ * The Switchyard console: a single page served by the control plane at `/`. Sign in
  * with a personal API key; then flags, experiments (with their results), cohorts, event
  * definitions and personal API keys, each through the management API with the key's scopes.
  * Routing is by URL hash (`#/flags`, `#/flags/12`, `#/experiments/3`, …) so the server serves one

@@ -1,11 +1,11 @@
 /**
  * Personal API keys from the command line:
  * - `switchyard keys create --scopes feature_flag:read,experiment:write [--project N] [--label L]`
- *   prints a new key for the first user (issue 1, deliverable 3); the value is shown once, only
+ *   prints a new key for the first user; the value is shown once, only
  *   its hash is stored;
  * - `switchyard keys list` prints every key: id, user, label, masked value, scopes, last use;
  * - `switchyard keys revoke <id | unique id prefix | phx_ value>` deletes one key; the change
- *   log carries the revocation to every evaluation node (issue 8 item 7).
+ *   log carries the revocation to every evaluation node.
  */
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';

@@ -2,7 +2,7 @@
  * `switchyard stats [file|-]`: reads per-variant sufficient statistics as JSON
  * (`{"method", "variants": [{"key", "n", "sum", "sum_squares", …}], "config": {…}}`; see
  * src/stats/analyze.ts for every method and shape) from a file or stdin (the default) and prints
- * the result as JSON, so analysts can check numbers offline (issue 12 item 4).
+ * the result as JSON, so analysts can check numbers offline.
  *
  * Exit codes: 0 printed; 2 usage error, unreadable file, bad JSON or input that cannot be
  * analysed (the reason on stderr).

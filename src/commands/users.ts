@@ -1,7 +1,7 @@
 /**
  * `switchyard users deactivate <user id | email>`: marks the user inactive, so their personal
  * API keys stop working on the control plane at once and, through the change log, on every
- * evaluation node (issue 8 item 7). Exit 0 done, 1 no such user, 2 bad arguments.
+ * evaluation node. Exit 0 done, 1 no such user, 2 bad arguments.
  */
 import { loadConfig } from '../config.js';
 import { openAdminDatabase } from './admin-database.js';

@@ -8,7 +8,7 @@
  * Source of the flag shape: the local-evaluation feed's MinimalFlag (research/posthog-management-api.md §2.9).
  */
 
-/** Every entity kind in the change log. Persons, groups and hash-key overrides arrive with capture (issue 4/4). */
+/** Every entity kind in the change log. Persons, groups and hash-key overrides arrive with capture. */
 export type EntityKind =
   | 'organization'
   | 'project'
@@ -108,7 +108,7 @@ export interface PersonalApiKeyEntity { id: string; organization_id: number; sec
  */
 export interface PersonEntity {
   id: string; project_id: number; distinct_ids: string[]; properties: Record<string, unknown>;
-  /** Static cohorts the person is in (cohort_people; issue 11 item 1); absent when none. */
+  /** Static cohorts the person is in (cohort_people); absent when none. */
   cohort_ids?: number[];
 }
 

@@ -1,5 +1,5 @@
 /**
- * The bounds one captured event must satisfy to be carried and stored (issue 8 items 1, 2),
+ * The bounds one captured event must satisfy to be carried and stored,
  * checked by capture on the node (the client gets a 400 naming the event) and again by
  * ingestion on the control plane (a forged or legacy batch: the event is dead-lettered):
  *

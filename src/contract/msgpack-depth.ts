@@ -1,5 +1,5 @@
 /**
- * Nesting depth of msgpack bytes, measured without decoding (issue 8 item 1): msgpackr's
+ * Nesting depth of msgpack bytes, measured without decoding: msgpackr's
  * unpacker recurses once per level and overflows the call stack near 1,250 levels, so a
  * payload is measured here first, iteratively, and refused above a bound instead of crashing
  * whoever decodes it. Format: https://github.com/msgpack/msgpack/blob/master/spec.md.

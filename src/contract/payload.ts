@@ -5,7 +5,7 @@
  * The node's LMDB store keeps entities in the same encoding (store/lmdb.ts), so what arrives is
  * stored byte for byte.
  *
- * Two hazards of msgpackr are handled here (issue 8 items 1 and 8):
+ * Two hazards of msgpackr are handled here:
  * - depth: its (un)packer recurses once per level and overflows the stack near 1,250 levels;
  *   values deeper than {@link MAX_PAYLOAD_DEPTH} are refused with {@link PayloadError} on both
  *   sides (measured iteratively: limits.ts `jsonDepth`, msgpack-depth.ts);

@@ -2,7 +2,7 @@
  * A person entity's index fields, read from its msgpack payload (contract/payload.ts codec) without
  * decoding the rest: a node's store needs only `project_id` and `distinct_ids` to index a person
  * (eval-node/store/apply.ts), while decoding the whole entity (its properties) was most of the
- * cost of applying a person change (issue 17 item 1). The control plane writes those two fields
+ * cost of applying a person change. The control plane writes those two fields
  * before `properties` (contract/entities.ts `personEntity`), so the read stops
  * early; in any order it is still correct, only slower. Values of other keys are skipped with
  * {@link msgpackScan}.

@@ -1,6 +1,6 @@
 /**
  * First start on an empty database: a default organization, project and user with an
- * all-scope personal API key (issue 1, deliverable 3). Values come from
+ * all-scope personal API key. Values come from
  * SWITCHYARD_BOOTSTRAP_PERSONAL_API_KEY / SWITCHYARD_BOOTSTRAP_PROJECT_API_KEY, else they are
  * generated and returned so the caller can print them once. Replicas starting together are
  * serialised by a transaction advisory lock; only the first creates anything.

@@ -3,7 +3,8 @@
  * timeseries job queue (pg-boss, started when used), the
  * management API over HTTP (its queries on a pool of their own, query/gate.ts), the gRPC service the evaluation nodes watch and report to, a
  * periodic quota refresh (a new month lifts limits) and, with SWITCHYARD_EVENTS_RETENTION_DAYS,
- * the hourly drop of expired event partitions.
+ * the hourly drop of expired event partitions. Person scans (blast radius, cohort calculation, …)
+ * run in the scan pool's worker threads (scan-pool/).
  *
  * Several control planes may run on one database: they meet only in Postgres (the change log
  * with LISTEN/NOTIFY, pg-boss's job tables). `DATABASE_URL` may name several hosts with
@@ -25,6 +26,7 @@ import { startGrpcServer, type GrpcServer } from './grpc/server.js';
 import { refreshAllQuotas } from './quota/service.js';
 import { TimeseriesQueue } from './experiments/timeseries/queue.js';
 import { dropExpiredEventPartitions } from './ingestion/event-partitions.js';
+import { ScanPool, registerScanPool } from './scan-pool/index.js';
 
 /** How often limits are re-evaluated against the current month, in milliseconds. */
 export const QUOTA_REFRESH_INTERVAL_MS = 60_000;
@@ -68,6 +70,12 @@ export async function startControlPlane(config: Config, log: Logger, databaseUrl
     const jobs = new TimeseriesQueue(databaseUrl, sql, log.child({ component: 'jobs' }), config.timeseriesWorker);
     started.push(jobs);
     await jobs.resume();
+    const scans = new ScanPool({
+      threads: config.scanThreads, projectConcurrency: config.scanProjectConcurrency,
+      requestTimeoutMs: config.scanTimeoutMs, backgroundTimeoutMs: config.cohortCalculationTimeoutMs,
+    });
+    started.push(scans);
+    registerScanPool(sql, scans);
     const deps = { sql, config, log: log.child({ component: 'control-plane' }), jobs };
     const grpc = config.clusterToken === null ? null : await startGrpcServer({ sql, config, log, databaseUrl });
     if (grpc) started.push(grpc);
@@ -113,6 +121,7 @@ export async function startControlPlane(config: Config, log: Logger, databaseUrl
           await grpc?.close();
           await jobs.close();
           await querySql.end({ timeout: 5 });
+          await scans.close();
           await sql.end({ timeout: 5 });
         })();
         return closing;

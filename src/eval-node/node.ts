@@ -30,6 +30,8 @@ export interface EvalNode {
   store: WritableNodeStore;
   /** The Watch client: `sync.state()` for `/_ready` (with store.hasCompleteSnapshot()) and `/metrics`. */
   sync: WatchClient;
+  /** 1 when the store was found damaged at start and moved aside (store/recover.ts), else 0. */
+  storeMovedAside: number;
   /** The control plane's snapshot image this node started from (sync/image.ts), or null. */
   image: { revision: number; bytes: number } | null;
   /** Stops syncing and closes the store. */
@@ -58,7 +60,10 @@ export async function startEvalNode(config: Config, log: Logger, opts: EvalNodeO
   const image = config.snapshotImage && !fs.existsSync(path.join(dir, 'data.mdb'))
     ? await installSnapshotImage({ controlPlane: planes, clusterToken: config.clusterToken, nodeId, dir, log })
     : null;
-  const store = await openCheckedStore(dir, nlog, config.lmdbMapSize, { probe: image === null });
+  let storeMovedAside = 0;
+  const store = await openCheckedStore(dir, nlog, config.lmdbMapSize, {
+    probe: image === null, keepMovedAside: config.keepMovedAside, onMovedAside: () => { storeMovedAside++; },
+  });
   nlog.info({ revision: store.revision(), complete_snapshot: store.hasCompleteSnapshot(), path: dir, from_image: image !== null }, 'node store open');
   const sync = startWatchClient(store, {
     controlPlane: planes,
@@ -72,6 +77,7 @@ export async function startEvalNode(config: Config, log: Logger, opts: EvalNodeO
     planes,
     store,
     sync,
+    storeMovedAside,
     image,
     close() {
       closing ??= (async () => {

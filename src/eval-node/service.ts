@@ -4,13 +4,17 @@
  * plane over gRPC Ingest, capture/index.ts) and the usage reporter that ships /flags counts
  * for quotas. Used by `switchyard eval-node` and `switchyard start`.
  *
+ * A damaged capture outbox is moved aside before capture opens a fresh one, and the events of
+ * every copy moved aside are recovered into the live outbox while the node runs
+ * (capture/outbox-recovery.ts).
+ *
  * Every gRPC user (Watch, Ingest, usage) follows the node's one {@link EvalNode.planes}: when
  * one of them finds the current control plane gone, all move to the next address.
  *
  * Stopping: {@link NodeService.drain} first turns `/_ready` to 503 `draining` and keeps serving
  * (a load balancer stops sending meanwhile); close() then stops HTTP (no new connections;
- * requests in flight finish), capture (stored events stay in the outbox for the next start),
- * the last usage report, then sync and store.
+ * requests in flight finish), outbox recovery and capture (stored events stay in the outbox for
+ * the next start), the last usage report, then sync and store.
  */
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -27,6 +31,7 @@ import { startCapture, type CaptureService } from './capture/index.js';
 import type { IngestClientCall } from './capture/shipper.js';
 import { outboxFigures } from './http/metrics.js';
 import { captureOutboxPath } from './capture/index.js';
+import { checkOutbox, outboxRecoveryStats, startOutboxRecovery, type OutboxRecovery } from './capture/outbox-recovery.js';
 import { startMemoryRelease, type MemoryRelease } from './memory/release.js';
 import { collectGarbage } from './memory/gc.js';
 
@@ -71,12 +76,20 @@ export async function startNodeService(config: Config, log: Logger): Promise<Nod
   };
   let capture: CaptureService;
   let http: NodeHttp;
+  const recoveryStats = outboxRecoveryStats();
+  let recovery: OutboxRecovery | null = null;
   try {
+    await checkOutbox(captureOutboxPath(config), log.child({ component: 'eval-node' }), recoveryStats);
     capture = startCapture({
       config, log,
       projectIdForToken: (token) => node.store.projectByToken(token)?.id ?? null,
       ready: () => node.store.hasCompleteSnapshot(),
       openStream: openIngest,
+    });
+    const live = capture;
+    recovery = startOutboxRecovery({
+      dir: captureOutboxPath(config), keep: config.keepMovedAside, log, stats: recoveryStats,
+      append: (packed) => live.appendPacked(packed),
     });
   } catch (e) {
     ingestClient.close();
@@ -91,6 +104,7 @@ export async function startNodeService(config: Config, log: Logger): Promise<Nod
         outboxStorage: () => outboxFigures(capture.outbox),
       });
   } catch (e) {
+    await recovery.stop();
     await capture.close();
     ingestClient.close();
     await node.close();
@@ -111,6 +125,18 @@ export async function startNodeService(config: Config, log: Logger): Promise<Nod
     minIntervalMs: MEMORY_RELEASE_MIN_INTERVAL_MS,
     log: log.child({ component: 'eval-node' }),
   });
+  const counters: [string, string, () => number][] = [
+    ['switchyard_node_store_moved_aside_total', 'Node stores found damaged at start and moved aside (rebuilt from the control plane).', () => node.storeMovedAside],
+    ['switchyard_node_capture_outbox_moved_aside_total', 'Capture outboxes found damaged at start and moved aside (capture continues on a fresh one).', () => recoveryStats.movedAside],
+    ['switchyard_node_capture_outbox_recovered_entries_total', 'Capture requests recovered from outboxes moved aside into the live outbox.', () => recoveryStats.recoveredEntries],
+    ['switchyard_node_capture_outbox_recovered_events_total', 'Events recovered from outboxes moved aside into the live outbox (shipped as any other; repeats are dropped at ingestion).', () => recoveryStats.recoveredEvents],
+    ['switchyard_node_capture_outbox_unreadable_entries_total', 'Records of outboxes moved aside that could not be read as events (lost).', () => recoveryStats.unreadableEntries],
+    ['switchyard_node_capture_outbox_unreadable_pages_total', 'Pages of outboxes moved aside that could not be read (their events are lost).', () => recoveryStats.unreadablePages],
+    ['switchyard_node_capture_outbox_unrecognised_pages_total', 'Pages of outboxes moved aside with no recognisable header (damage, or old overflow data).', () => recoveryStats.unrecognisedPages],
+    ['switchyard_node_capture_outbox_recovery_failures_total', 'Recoveries of an outbox moved aside that stopped before its end.', () => recoveryStats.failedRecoveries],
+    ['switchyard_node_capture_outbox_copies_pruned_total', 'Outbox copies moved aside and deleted after recovery (SWITCHYARD_KEEP_MOVED_ASIDE).', () => recoveryStats.pruned],
+  ];
+  for (const [name, help, read] of counters) http.metrics.addCounter(name, help, read);
   http.metrics.addGauge('switchyard_node_memory_releases_total', 'Times the node handed memory back after bulk work (LMDB pages unmapped, arenas trimmed) since start.', () => release.releases);
   let closing: Promise<void> | null = null;
   return {
@@ -123,6 +149,7 @@ export async function startNodeService(config: Config, log: Logger): Promise<Nod
       closing ??= (async () => {
         release.close();
         await http.close();
+        await recovery.stop();
         await capture.close();
         ingestClient.close();
         await usage.close();

@@ -133,7 +133,27 @@ export function compileProject(defs: ProjectDefinitions, opts: CompileOptions = 
     cohorts,
     problems: Object.freeze(problems),
     timezone,
+    usesRegex: mentionsRegex(defs.flags) || mentionsRegex(cohortDefs),
   });
+}
+
+const REGEX_OPERATORS: ReadonlySet<unknown> = new Set(['regex', 'not_regex']);
+
+/**
+ * Whether any object inside `value` has `operator` `regex` or `not_regex` (a property filter of a
+ * flag or cohort). Iterative, so deep definitions cannot overflow the stack.
+ */
+function mentionsRegex(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v !== 'object' || v === null) continue;
+    if (Array.isArray(v)) { for (const c of v) stack.push(c); continue; }
+    const o = v as Record<string, unknown>;
+    if (REGEX_OPERATORS.has(o.operator)) return true;
+    for (const k in o) stack.push(o[k]);
+  }
+  return false;
 }
 
 interface FlagCompileContext {

@@ -137,4 +137,10 @@ export interface CompiledProject {
   /** Definition problems, one per failed flag (and per bad cohort used by a flag). */
   readonly problems: readonly CompileProblem[];
   readonly timezone: string;
+  /**
+   * Whether a flag or cohort of the project filters with `regex` / `not_regex`: the one operator
+   * whose cost is not bounded by a few comparisons per flag (src/evaluation/budget.ts). A node
+   * runs a project's evaluation under its time budget only when this is true.
+   */
+  readonly usesRegex: boolean;
 }

@@ -1,7 +1,7 @@
 /**
  * OpenFeature Remote Evaluation Protocol (OFREP v1) over PostHog's evaluation, pure: an OFREP
  * evaluation context becomes a `/flags` request body, and a `/flags` v2 flag result becomes an
- * OFREP evaluation (issue 9 item 6; shapes from the OFREP OpenAPI `service/openapi.yaml` as
+ * OFREP evaluation (shapes from the OFREP OpenAPI `service/openapi.yaml` as
  * `@openfeature/ofrep-core` types it).
  *
  * Context → request: `targetingKey` is the `distinct_id` (required: PostHog buckets by it);

@@ -38,8 +38,9 @@ test('groups-not-evaluated description (research §4)', () => {
 
 test('error codes used by failed entries', () => {
   assert.deepEqual(Object.keys(ERROR_CODES).sort(),
-    ['cohort_filters_parsing_error', 'flag_data_parsing_error', 'hash_key_override_error', 'internal_error']);
+    ['cohort_filters_parsing_error', 'flag_data_parsing_error', 'hash_key_override_error', 'internal_error', 'timeout:evaluation_budget']);
   assert.equal(ERROR_CODES.flag_data_parsing_error, 'Failed to parse flag data');
+  assert.match(ERROR_CODES['timeout:evaluation_budget'], /^Timeout: /, "PostHog's timeout:<kind> codes");
 });
 
 test('the reason objects are frozen', () => {

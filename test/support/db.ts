@@ -1,10 +1,14 @@
 /**
  * A fresh, migrated database per test suite on the run's Postgres (embedded unless
- * DATABASE_URL was set; see test/run.ts).
+ * DATABASE_URL was set; see test/run.ts). Under test/run.ts it is a copy of the run's migrated
+ * template database (test/support/postgres.ts), which costs a fraction of migrating anew.
  */
 import crypto from 'node:crypto';
 import { connect, type Sql } from '../../src/control-plane/db/connect.js';
 import { migrate } from '../../src/control-plane/db/migrate.js';
+
+/** Environment variable naming the run's migrated template database (set by test/run.ts). */
+export const TEMPLATE_ENV = 'SWITCHYARD_TEST_TEMPLATE_DB';
 
 export interface TestDatabase {
   /** URL of the new database. */
@@ -22,12 +26,19 @@ export function adminUrl(): string {
   return url;
 }
 
-/** Creates `sy_test_<random>`, applies all migrations, and returns it. */
+/**
+ * Creates `sy_test_<random>` (a copy of the template named by SWITCHYARD_TEST_TEMPLATE_DB when
+ * set), applies any migration it lacks, and returns it.
+ */
 export async function createTestDatabase(): Promise<TestDatabase> {
   const admin = connect(adminUrl(), { max: 1 });
   const name = `sy_test_${crypto.randomBytes(6).toString('hex')}`;
-  await admin.unsafe(`CREATE DATABASE ${name}`);
-  await admin.end();
+  const template = process.env[TEMPLATE_ENV];
+  try {
+    await admin.unsafe(template ? `CREATE DATABASE ${name} TEMPLATE ${template}` : `CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
   const url = new URL(adminUrl());
   url.pathname = `/${name}`;
   const sql = connect(url.toString(), { max: 10 });

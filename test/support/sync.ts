@@ -1,6 +1,7 @@
 /**
- * Fixture for sync integration tests: a fresh database, a real gRPC server on a fixed free
- * port (so it can be stopped and started again), and evaluation nodes with real LMDB stores in
+ * Fixture for sync integration tests: a fresh database, a real gRPC server on a fixed port
+ * (test/support/ports.ts `stablePort`: chosen before the server starts, so that nodes and
+ * clients have its address before it runs and while it is stopped and started again), and evaluation nodes with real LMDB stores in
  * a temporary data dir, plus a comparison of a node's store with the Postgres tables.
  */
 import fs from 'node:fs';
@@ -19,7 +20,7 @@ import {
 } from '../../src/contract/entities.js';
 import { organizationEntity } from '../../src/control-plane/quota/service.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
-import { freePort } from './ports.js';
+import { stablePort } from './ports.js';
 import { waitFor } from './wait.js';
 
 /** Short reconnect policy so tests recover quickly from a stopped server. */
@@ -42,7 +43,7 @@ export interface SyncFixture {
 export async function syncFixture(): Promise<SyncFixture> {
   const db = await createTestDatabase();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-node-'));
-  const grpcPort = await freePort();
+  const grpcPort = await stablePort();
   const config = testConfig({ dataDir, grpcPort, controlPlane: `127.0.0.1:${grpcPort}` });
   const log = createLogger('silent');
   const nodes = new Set<EvalNode>();

@@ -14,7 +14,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { connect } from '../../src/control-plane/db/connect.js';
 import { embeddedUrl, passwordFile, startEmbeddedPostgres } from '../../src/control-plane/db/embedded.js';
-import { freePort } from '../support/ports.js';
+import { stablePort } from '../support/ports.js';
 import { waitFor } from '../support/wait.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
@@ -43,7 +43,7 @@ async function login(port: number, password: string): Promise<string> {
 test('the superuser password is generated, kept 0600, and the old built-in one is rotated away', { timeout: 180_000 }, async () => {
   const tmp = reachableTemp('switchyard-pgpw-');
   const dataDir = path.join(tmp, 'pg');
-  const port = await freePort();
+  const port = await stablePort();
   try {
     let cluster = await startEmbeddedPostgres({ dataDir, port, persistent: true });
     const file = passwordFile(dataDir);
@@ -77,7 +77,7 @@ test('as root, a data directory the postgres user cannot reach fails at once wit
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-pgperm-')); // 0700, owned by root
   try {
     await assert.rejects(
-      startEmbeddedPostgres({ dataDir: path.join(tmp, 'pg'), port: await freePort(), persistent: true }),
+      startEmbeddedPostgres({ dataDir: path.join(tmp, 'pg'), port: await stablePort(), persistent: true }),
       (e: Error) => e.message.includes(`cannot enter ${tmp}`) && e.message.includes('DATABASE_URL'),
     );
     assert.equal(fs.existsSync(path.join(tmp, 'pg')), false, 'nothing initialised');
@@ -123,7 +123,7 @@ function alive(pid: number): boolean {
 test('a cluster left running by a SIGKILLed start is adopted by the next start and stopped by its Ctrl-C', { timeout: 300_000 }, async () => {
   const tmp = reachableTemp('switchyard-adopt-');
   const dataDir = path.join(tmp, 'data');
-  const ports = { pg: await freePort(), api: await freePort(), grpc: await freePort(), flags: await freePort() };
+  const ports = { pg: await stablePort(), api: await stablePort(), grpc: await stablePort(), flags: await stablePort() };
   const children: ChildProcess[] = [];
   try {
     const first = await start(dataDir, ports);

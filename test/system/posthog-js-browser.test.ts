@@ -15,7 +15,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { chromium, type Browser } from 'playwright-core';
-import { freePort } from '../support/ports.js';
+import { boundPort } from '../support/ports.js';
 import { waitFor } from '../support/wait.js';
 import { seedCohort } from '../support/seed.js';
 import { createFlag, flags, startCluster, waitReady, type SystemCluster } from './support.js';
@@ -39,8 +39,8 @@ async function startPageServer(): Promise<{ url: string; close(): Promise<void> 
     res.writeHead(200, { 'content-type': 'text/html' });
     res.end('<!doctype html><html><head><title>shop</title><script src="/posthog.js"></script></head><body><button id="buy">Buy</button></body></html>');
   });
-  const port = await freePort();
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = boundPort(server);
   return { url: `http://127.0.0.1:${port}/`, close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }) };
 }
 

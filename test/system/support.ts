@@ -1,6 +1,6 @@
 /**
- * Building blocks of the system tests: a real control plane (Postgres, management HTTP, gRPC
- * on a fixed port so it can be stopped and started again) and whole evaluation nodes
+ * Building blocks of the system tests: a real control plane (Postgres, management HTTP, gRPC;
+ * bound to port 0 at first, then stopped and started again on the ports it got) and whole evaluation nodes
  * (startNodeService, or `node dist/src/cli.js eval-node` as a child process), each with its own
  * data dir, plus small HTTP helpers for /flags and capture.
  */
@@ -16,7 +16,6 @@ import { startGrpcServer, type GrpcServer } from '../../src/control-plane/grpc/s
 import { startControlPlane, type ControlPlane } from '../../src/control-plane/index.js';
 import { startNodeService, type NodeService } from '../../src/eval-node/service.js';
 import { startTestControlPlane, type TestControlPlane } from '../support/control-plane.js';
-import { freePort } from '../support/ports.js';
 import { waitFor } from '../support/wait.js';
 
 /** Quiet unless SYS_LOG names a level (e.g. SYS_LOG=warn node dist/test/run.js test/system). */
@@ -57,19 +56,12 @@ export interface SystemCluster {
 }
 
 export async function startCluster(overrides: Partial<Config> = {}): Promise<SystemCluster> {
-  // Free ports are picked before they are bound, so a suite running beside this one can take one
-  // in between (EADDRINUSE): pick again, a few times.
-  let grpcPort = 0;
-  let t: TestControlPlane | undefined;
-  for (let attempt = 0; t === undefined; attempt++) {
-    grpcPort = await freePort();
-    const apiPort = await freePort();
-    try {
-      t = await startTestControlPlane({ grpcPort, apiPort, ...overrides });
-    } catch (e) {
-      if (attempt >= 3 || !String((e as Error).message).includes('EADDRINUSE')) throw e;
-    }
-  }
+  // Bound to port 0 (nothing can take the port between pick and bind); restarts reuse the ports.
+  const t: TestControlPlane = await startTestControlPlane({ grpcPort: 0, apiPort: 0, ...overrides });
+  if (!t.cp.grpc) throw new Error('the system cluster needs gRPC (a cluster token)');
+  const grpcPort = t.cp.grpc.port;
+  /** t.config with the ports the first start got, for starting again on them. */
+  const fixed: Config = Object.freeze({ ...t.config, grpcPort, apiPort: Number(new URL(t.baseUrl).port) });
   let grpc: GrpcServer | null = null; // a restarted server (the control plane's own is t.cp.grpc)
   let second: ControlPlane | null = null; // a control plane started again on the same database
   let ownStopped = false;
@@ -86,7 +78,7 @@ export async function startCluster(overrides: Partial<Config> = {}): Promise<Sys
     async startGrpc() {
       assert.equal(grpc, null, 'gRPC already restarted');
       assert.ok(ownStopped, 'the control plane gRPC is still running');
-      grpc = await startGrpcServer({ sql: t.db.sql, config: t.config, log });
+      grpc = await startGrpcServer({ sql: t.db.sql, config: fixed, log });
     },
     async restartControlPlane(opts = {}) {
       await grpc?.close();
@@ -99,10 +91,10 @@ export async function startCluster(overrides: Partial<Config> = {}): Promise<Sys
     },
     async startControlPlane() {
       assert.equal(second, null, 'a second control plane is running');
-      second = await startControlPlane(t.config, log, t.db.url);
+      second = await startControlPlane(fixed, log, t.db.url);
     },
     nodeConfig(dataDir, o = {}) {
-      return { ...t.config, dataDir, flagsPort: 0, controlPlane: c.controlPlane, clusterToken: t.config.clusterToken, evalThreads, ...o };
+      return { ...fixed, dataDir, flagsPort: 0, controlPlane: c.controlPlane, clusterToken: t.config.clusterToken, evalThreads, ...o };
     },
     tempDir(prefix = 'switchyard-system-') {
       const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
@@ -196,19 +188,42 @@ export interface NodeProcess {
   output(): string;
 }
 
-/** Starts `node dist/src/cli.js eval-node` on `dataDir` and a fixed free port (`env` added to its environment); waits for it to listen. */
+/** The eval-node's log line (pino JSON, level info) that gives the HTTP port it bound. */
+const LISTENING_MSG = 'evaluation node HTTP listening';
+
+/** The port in the eval-node's "listening" log line among `output`'s lines, or null before it. */
+function listeningPort(output: string): number | null {
+  for (const line of output.split('\n')) {
+    if (!line.includes(LISTENING_MSG)) continue;
+    try {
+      const rec = JSON.parse(line) as { msg?: string; port?: unknown };
+      if (rec.msg === LISTENING_MSG && typeof rec.port === 'number') return rec.port;
+    } catch { /* a partial line: read again later */ }
+  }
+  return null;
+}
+
+/**
+ * Starts `node dist/src/cli.js eval-node` on `dataDir` (`env` added to its environment) and waits
+ * until it answers `/_health`. Without `port` the child binds port 0 and the port is read from its
+ * "listening" log line (so its log level is `info` unless `env` names one that shows that line);
+ * with `port` (a restart on the port an earlier child got) it binds that.
+ */
 export async function spawnNode(c: SystemCluster, dataDir: string, port?: number, env: Record<string, string> = {}): Promise<NodeProcess> {
-  const flagsPort = port ?? await freePort();
+  const level = env.SWITCHYARD_LOG_LEVEL ?? (port === undefined ? 'info' : 'silent');
+  if (port === undefined && !['info', 'debug', 'trace'].includes(level)) {
+    throw new Error(`spawnNode without a port reads the port from the info log: SWITCHYARD_LOG_LEVEL=${level} hides it`);
+  }
   const child = spawn(process.execPath, [path.join(distDir, 'src', 'cli.js'), 'eval-node'], {
     env: {
       ...process.env,
       SWITCHYARD_DATA_DIR: dataDir,
-      SWITCHYARD_FLAGS_PORT: String(flagsPort),
+      SWITCHYARD_FLAGS_PORT: String(port ?? 0),
       SWITCHYARD_HOST: '127.0.0.1',
       SWITCHYARD_CONTROL_PLANE: c.controlPlane,
       SWITCHYARD_CLUSTER_TOKEN: c.t.config.clusterToken!,
-      SWITCHYARD_LOG_LEVEL: 'silent',
       ...env,
+      SWITCHYARD_LOG_LEVEL: level,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -216,7 +231,7 @@ export async function spawnNode(c: SystemCluster, dataDir: string, port?: number
   child.stdout!.on('data', (d) => { output += d; });
   child.stderr!.on('data', (d) => { output += d; });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const url = `http://127.0.0.1:${flagsPort}`;
+  let url = port === undefined ? '' : `http://127.0.0.1:${port}`;
   const proc: NodeProcess = {
     child, url,
     output: () => output,
@@ -227,8 +242,13 @@ export async function spawnNode(c: SystemCluster, dataDir: string, port?: number
     },
   };
   try {
-    await waitFor(`eval-node child listening on ${flagsPort}`, async () => {
+    await waitFor(`eval-node child listening${port === undefined ? '' : ` on ${port}`}`, async () => {
       if (child.exitCode !== null) throw new Error(`eval-node exited ${child.exitCode}: ${output}`);
+      if (url === '') {
+        const bound = listeningPort(output);
+        if (bound === null) return false;
+        url = proc.url = `http://127.0.0.1:${bound}`;
+      }
       try { return (await get(`${url}/_health`)).status === 200; } catch { return false; }
     }, { timeoutMs: 30_000, intervalMs: 50 });
   } catch (e) {

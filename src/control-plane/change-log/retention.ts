@@ -1,5 +1,5 @@
 /**
- * Change-log retention, in two steps (issue 17 item 4). The log grows with every definition
+ * Change-log retention, in two steps. The log grows with every definition
  * change and, since capture, every person, group and override change.
  *
  * 1. Compaction ({@link compactChangeLog}): past the catch-up window — the newest

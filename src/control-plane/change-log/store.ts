@@ -81,7 +81,7 @@ export async function appendChanges(tx: Tx, changes: readonly ChangeInput[]): Pr
 }
 
 /**
- * Most payload bytes one read returns (issue 8 item 5: 1,000 rows of ~1 MB persons each held a
+ * Most payload bytes one read returns (1,000 rows of ~1 MB persons each held a
  * gigabyte per reader). A read always returns at least one row, whatever its size.
  */
 export const READ_MAX_BYTES = 8 * 1024 * 1024;

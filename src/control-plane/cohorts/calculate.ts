@@ -1,6 +1,5 @@
 /**
- * Membership of dynamic cohorts computed from stored persons and events (issue 11 item 1;
- * PostHog calculates cohorts in ClickHouse, `cohortpeople`): the cohort's `count`.
+ * Membership of dynamic cohorts computed from stored persons and events (PostHog calculates cohorts in ClickHouse, `cohortpeople`): the cohort's `count`.
  *
  * Property leaves and nested cohorts are matched by the evaluation core itself (CohortTable,
  * the same code the nodes run for flags), so a cohort counts exactly the persons a flag on it
@@ -11,14 +10,15 @@
  * Static cohorts referenced by the cohort use cohort_people.
  *
  * Persons are read through a cursor; memory is one page of persons plus one set of person ids
- * per behavioural leaf.
+ * per behavioural leaf. The matching runs in the scan pool (scan-pool/, plans.ts `cohort`), off
+ * the event loop, and stops at the scan's deadline.
  */
 import { type JsonObject, isJsonObject } from '../../json-shapes.js';
-import { CohortTable, inCohort } from '../../evaluation/cohorts.js';
 import type { CohortDefinition } from '../../evaluation/types.js';
 import { errors } from '../../errors.js';
 import type { Sql } from '../db/connect.js';
 import { eventFiltersSql } from '../events/property-filters.js';
+import type { Scan } from '../scan-pool/index.js';
 
 type Obj = JsonObject;
 
@@ -99,10 +99,11 @@ async function leafMembers(sql: Sql, projectId: number, leaf: Obj, now: Date): P
 }
 
 /**
- * Number of persons of the project in dynamic cohort `id`, as of `now`.
- * @throws ApiError 400 when a behavioural leaf cannot be computed; 404 when the cohort is gone.
+ * Number of persons of the project in dynamic cohort `id`, as of `now`, matched by `scan`.
+ * @throws ApiError 400 when a behavioural leaf cannot be computed or the filters cannot be
+ * evaluated; 404 when the cohort is gone; 504 when the scan's deadline passes first.
  */
-export async function countCohortMembers(sql: Sql, projectId: number, id: number, timezone = 'UTC', now = new Date()): Promise<number> {
+export async function countCohortMembers(sql: Sql, scan: Scan, projectId: number, id: number, timezone = 'UTC', now = new Date()): Promise<number> {
   const cohorts = await sql<{ id: number; filters: Obj; is_static: boolean }[]>`
     SELECT id::int AS id, filters, is_static FROM cohorts WHERE project_id = ${projectId} AND NOT deleted`;
   const self = cohorts.find((c) => c.id === id);
@@ -112,23 +113,21 @@ export async function countCohortMembers(sql: Sql, projectId: number, id: number
   const defs: Record<string, CohortDefinition> = {};
   for (const c of cohorts) defs[String(c.id)] = { ...(rewrite(c.filters, leaves) as Obj), is_static: c.is_static } as CohortDefinition;
   const members = await Promise.all(leaves.map((l) => leafMembers(sql, projectId, l.leaf, now)));
-  const table = new CohortTable(defs, timezone);
-  const compiled = table.resolve(id);
-  if (compiled.error !== null) throw errors.validation(`Cohort filters cannot be evaluated: ${compiled.error}`, 'filters');
+  const plan = scan.plan({ kind: 'cohort', cohorts: defs, timezone, cohortId: id, leafKey: LEAF_KEY, nowMs: now.getTime() });
+  const { problem } = await scan.prepare(plan);
+  if (problem !== null) throw errors.validation(`Cohort filters cannot be evaluated: ${problem}`, 'filters');
   let count = 0;
-  const cursor = sql<{ id: number; properties: Obj; cohort_ids: string[] }[]>`
-    SELECT p.id::int AS id, p.properties, ARRAY(SELECT cp.cohort_id FROM cohort_people cp WHERE cp.person_id = p.id) AS cohort_ids
+  // One JSON text per person (scan-pool/protocol.ts), with the behavioural leaves it satisfied.
+  const cursor = sql<{ id: number; r: string }[]>`
+    SELECT p.id::int AS id, json_build_array(p.properties, ARRAY(SELECT cp.cohort_id::int FROM cohort_people cp WHERE cp.person_id = p.id))::text AS r
     FROM persons p WHERE p.project_id = ${projectId} ORDER BY p.id`.cursor(PERSON_PAGE);
   for await (const page of cursor) {
-    for (const p of page) {
-      let person: Obj = p.properties;
-      if (leaves.length > 0) {
-        person = { ...p.properties };
-        for (let i = 0; i < leaves.length; i++) if (members[i]!.has(p.id)) person[`${LEAF_KEY}${i}`] = 'true';
-      }
-      const staticIds = p.cohort_ids.length > 0 ? new Set(p.cohort_ids.map(Number)) : null;
-      if (inCohort({ table, person, staticIds, nowMs: now.getTime(), memo: new Int8Array(table.size) }, id)) count++;
-    }
+    const rows = page.map((p) => {
+      const hit: number[] = [];
+      for (let i = 0; i < leaves.length; i++) if (members[i]!.has(p.id)) hit.push(i);
+      return [p.r, hit];
+    });
+    count += (await scan.match(plan, rows)).length;
   }
   return count;
 }

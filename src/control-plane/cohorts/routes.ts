@@ -1,5 +1,5 @@
 /**
- * HTTP routes of cohorts (issue 11 item 1; PostHog `/api/projects/:id/cohorts/`):
+ * HTTP routes of cohorts (PostHog `/api/projects/:id/cohorts/`):
  *
  * | route | scope |
  * |---|---|

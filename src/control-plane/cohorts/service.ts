@@ -1,5 +1,5 @@
 /**
- * The cohorts service (issue 11 item 1; PostHog's CohortViewSet): create, update, soft delete
+ * The cohorts service (PostHog's CohortViewSet): create, update, soft delete
  * and restore, static-cohort uploads, and the member count of dynamic cohorts. Each write is
  * ONE transaction holding the row, its activity entry (scope `Cohort`) and its change-log
  * entries — the cohort itself, and the persons whose static membership changed (their person
@@ -11,7 +11,10 @@
  * - `is_static` is fixed at creation; a CSV is accepted only by a static cohort and adds members;
  * - `DELETE` is refused (405): soft delete is `PATCH {"deleted": true}`, refused while a live
  *   flag uses the cohort;
- * - the count of a dynamic cohort is calculated after each write (`is_calculating` meanwhile).
+ * - the count of a dynamic cohort is calculated after each write (`is_calculating` meanwhile),
+ *   in the scan pool as a background scan (calculate.ts): one calculation of a cohort at a time,
+ *   later requests folded into one waiting calculation; one past SWITCHYARD_COHORT_CALCULATION_TIMEOUT_MS
+ *   stops, keeps the previous count and counts in `errors_calculating`, as a failed one does.
  */
 import type { Sql, Tx } from '../db/connect.js';
 import type { Logger } from '../../log.js';
@@ -26,6 +29,7 @@ import { diffRecords, updateVerb } from '../activity/diff.js';
 import { userBasic } from '../users/serialize.js';
 import * as store from './store.js';
 import { countCohortMembers } from './calculate.js';
+import { scanPoolFor } from '../scan-pool/index.js';
 import { hasBehavioralLeaf, referencedCohortIds, validateCohortBody } from './validate.js';
 import type { CohortInput, CohortRow } from './types.js';
 
@@ -146,20 +150,21 @@ export class CohortService {
   }
 
   /**
-   * Counts a dynamic cohort's members now and stores the count (clears `is_calculating`;
-   * a failure counts in `errors_calculating`). Returns the count, or null on failure.
+   * Counts a dynamic cohort's members in the scan pool (once one of the project's slots is free)
+   * and stores the count, clearing `is_calculating`; a failure or the deadline leaves the count
+   * as it was and counts in `errors_calculating`. Resolves when done; never rejects.
    */
-  async calculate(projectId: number, id: number): Promise<number | null> {
-    try {
-      const [project] = await this.sql<{ timezone: string }[]>`SELECT timezone FROM projects WHERE id = ${projectId}`;
-      const count = await countCohortMembers(this.sql, projectId, id, project?.timezone ?? 'UTC');
-      await this.sql`UPDATE cohorts SET count = ${count}, is_calculating = false, last_calculation = now() WHERE id = ${id}`;
-      return count;
-    } catch (e) {
-      this.log?.warn({ err: e, cohort_id: id }, 'cohort calculation failed');
-      await this.sql`UPDATE cohorts SET is_calculating = false, errors_calculating = errors_calculating + 1 WHERE id = ${id}`.catch(() => undefined);
-      return null;
-    }
+  calculate(projectId: number, id: number): Promise<void> {
+    return scanPoolFor(this.sql).background(projectId, `cohort:${id}`, async (scan) => {
+      try {
+        const [project] = await this.sql<{ timezone: string }[]>`SELECT timezone FROM projects WHERE id = ${projectId}`;
+        const count = await countCohortMembers(this.sql, scan, projectId, id, project?.timezone ?? 'UTC');
+        await this.sql`UPDATE cohorts SET count = ${count}, is_calculating = false, last_calculation = now() WHERE id = ${id}`;
+      } catch (e) {
+        this.log?.warn({ err: e, cohort_id: id }, 'cohort calculation failed');
+        await this.sql`UPDATE cohorts SET is_calculating = false, errors_calculating = errors_calculating + 1 WHERE id = ${id}`.catch(() => undefined);
+      }
+    }).catch((e: unknown) => { this.log?.warn({ err: e, cohort_id: id }, 'cohort calculation not run'); });
   }
 
   /** Starts the count of a dynamic cohort after its write committed (not awaited). */

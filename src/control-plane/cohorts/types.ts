@@ -1,5 +1,5 @@
 /**
- * Shapes of the cohorts resource (PostHog's CohortSerializer; issue 11 item 1).
+ * Shapes of the cohorts resource (PostHog's CohortSerializer).
  */
 import type { UserRow } from '../users/serialize.js';
 

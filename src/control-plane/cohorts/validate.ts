@@ -1,5 +1,5 @@
 /**
- * Validation of cohort bodies (PostHog's CohortSerializer, DRF field rules; issue 11 item 1).
+ * Validation of cohort bodies (PostHog's CohortSerializer, DRF field rules).
  * Structural checks only; what needs the database (referenced cohorts exist, no reference loop,
  * the filters compile for evaluation) is the service's (service.ts).
  *

@@ -1,5 +1,5 @@
 /**
- * HTTP routes of dashboards and insights (issue 13 item 3; PostHog `/api/projects/:id/dashboards/`
+ * HTTP routes of dashboards and insights (PostHog `/api/projects/:id/dashboards/`
  * and `/insights/`):
  *
  * | route | scope |

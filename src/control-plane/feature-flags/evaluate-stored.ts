@@ -4,23 +4,24 @@
  * as the local-evaluation feed carries them (the nodes' input, shared builder) and the person's
  * stored context from Postgres — properties, static cohorts, group properties and hash-key
  * overrides — handed to the same evaluation core the nodes run, so the answers equal `/flags`.
+ * Compilation and evaluation run in the scan pool (scan-pool/): a pathological pattern costs a
+ * worker until the request's deadline (504 past it), never the event loop; each call takes one
+ * of the project's scan slots (429 past them).
  */
 import type { Sql } from '../db/connect.js';
-import {
-  compileProject, evaluateFlags, requestFromBody, type CompiledProject, type EvaluationResult, type ProjectDefinitions, type StoredContext,
-} from '../../evaluation/index.js';
+import type { EvaluationResult, ProjectDefinitions, StoredContext } from '../../evaluation/index.js';
+import { scanPoolFor } from '../scan-pool/index.js';
 import { localEvaluationBody } from './local-evaluation-routes.js';
 
-/** A project's compiled definitions, with its time zone. */
-export interface CompiledFlags { compiled: CompiledProject; definitions: ProjectDefinitions; timezone: string }
+/** A project's definitions, with its time zone. */
+export interface ProjectFlags { definitions: ProjectDefinitions; timezone: string }
 
-/** Compiles the project's flags (the feed with cohorts, as nodes hold them). */
-export async function compileProjectFlags(sql: Sql, projectId: number): Promise<CompiledFlags> {
+/** The project's flags as nodes hold them (the local-evaluation feed with cohorts), uncompiled. */
+export async function loadProjectFlags(sql: Sql, projectId: number): Promise<ProjectFlags> {
   const [project] = await sql<{ timezone: string; property_matching_version: number }[]>`
     SELECT timezone, property_matching_version FROM projects WHERE id = ${projectId}`;
   const definitions = JSON.parse(await localEvaluationBody(sql, projectId, true, project?.property_matching_version ?? 1)) as ProjectDefinitions;
-  const timezone = project?.timezone ?? 'UTC';
-  return { compiled: compileProject(definitions, { timezone }), definitions, timezone };
+  return { definitions, timezone: project?.timezone ?? 'UTC' };
 }
 
 /** What Postgres holds for `distinctId` and its `groups` (type name → key). */
@@ -47,9 +48,18 @@ export async function storedContext(sql: Sql, projectId: number, distinctId: str
   };
 }
 
-/** Evaluates every flag of the project for `distinctId` (and `groups`) as a node would. */
-export async function evaluateStored(sql: Sql, projectId: number, distinctId: string, groups: Record<string, string> = {}, flags?: CompiledFlags): Promise<EvaluationResult> {
-  const f = flags ?? await compileProjectFlags(sql, projectId);
-  const stored = await storedContext(sql, projectId, distinctId, groups, f.definitions.group_type_mapping);
-  return evaluateFlags(f.compiled, requestFromBody({ distinct_id: distinctId, groups }), stored, Date.now());
+/**
+ * Evaluates every flag of the project for `distinctId` (and `groups`) as a node would, in the
+ * scan pool. @throws ApiError 429 when the project's scan slots are taken, 504 past the deadline.
+ */
+export async function evaluateStored(sql: Sql, projectId: number, distinctId: string, groups: Record<string, string> = {}, flags?: ProjectFlags): Promise<EvaluationResult> {
+  const scan = scanPoolFor(sql).begin(projectId);
+  try {
+    const f = flags ?? await loadProjectFlags(sql, projectId);
+    const stored = await storedContext(sql, projectId, distinctId, groups, f.definitions.group_type_mapping);
+    const plan = scan.plan({ kind: 'evaluate', definitions: f.definitions, timezone: f.timezone });
+    return await scan.evaluate(plan, { distinct_id: distinctId, groups }, stored);
+  } finally {
+    scan.end();
+  }
 }

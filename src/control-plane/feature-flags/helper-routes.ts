@@ -16,13 +16,16 @@
  *   `{"cohort"}`, filled in the background (static-cohort.ts). It creates a cohort, so it needs
  *   `cohort:write` (PostHog's current API asks only `feature_flag:read`, which would let a
  *   read-only key write).
+ *
+ * F14, F16 and F17 run in the control plane's scan pool (scan-pool/): past the project's scan
+ * slots they answer 429 throttled, past SWITCHYARD_SCAN_TIMEOUT_MS 504 (PostHog's query timeout).
  */
 import { errors } from '../../errors.js';
 import { featureFlagEntity, type FeatureFlagRow } from '../../contract/entities.js';
 import { object, str } from '../http/schema-parts.js';
 import { numericIdParam } from '../http/params.js';
 import type { Deps, RequestContext, Route } from '../http/types.js';
-import { compileProjectFlags, evaluateStored } from './evaluate-stored.js';
+import { loadProjectFlags, evaluateStored } from './evaluate-stored.js';
 import { FLAG_PARAMS, FLAGS_PARAMS } from './schemas.js';
 import { createStaticCohortForFlag } from './static-cohort.js';
 import { blastRadius } from './blast-radius.js';
@@ -78,7 +81,7 @@ export function featureFlagHelperRoutes(deps: Deps): Route[] {
       async handler(ctx) {
         const distinctId = ctx.query.get('distinct_id');
         if (!distinctId) throw errors.required('distinct_id');
-        const flags = await compileProjectFlags(deps.sql, ctx.project.id);
+        const flags = await loadProjectFlags(deps.sql, ctx.project.id);
         const result = await evaluateStored(deps.sql, ctx.project.id, distinctId, groupsParam(ctx), flags);
         const out: Record<string, unknown> = {};
         for (const f of flags.definitions.flags) {

@@ -6,15 +6,19 @@
  * node would answer for the person's first distinct id. Persons are read in pages; each page's
  * members are written in one transaction with their person entities on the change log, so nodes
  * match the cohort as it fills.
+ *
+ * The matching runs in the scan pool as a background scan (scan-pool/, plans.ts `flag-static`):
+ * it waits for one of the project's scan slots and stops at SWITCHYARD_COHORT_CALCULATION_TIMEOUT_MS,
+ * which counts in the cohort's `errors_calculating` (the members added so far stay).
  */
 import type { Sql } from '../db/connect.js';
 import type { Logger } from '../../log.js';
 import { errors } from '../../errors.js';
-import { evaluateFlags, requestFromBody } from '../../evaluation/index.js';
 import { CohortService, serializeCohort } from '../cohorts/service.js';
 import { addPersonMembers } from '../cohorts/store.js';
 import { ChangeSet } from '../ingestion/changes.js';
-import { compileProjectFlags } from './evaluate-stored.js';
+import { scanPoolFor, type Scan } from '../scan-pool/index.js';
+import { loadProjectFlags } from './evaluate-stored.js';
 
 /** Persons evaluated per page. */
 export const STATIC_COHORT_PAGE = 1000;
@@ -30,29 +34,26 @@ export async function createStaticCohortForFlag(sql: Sql, log: Logger, projectId
   const cohort = await sql.begin((tx) => cohorts.createIn(tx, projectId, userId, {
     name: `Users with feature flag ${flag.key} enabled at ${stamp}`, is_static: true,
   }, { calculating: true }));
-  void fill(sql, log, projectId, cohort.id, flag.key, typeof variant === 'string' ? variant : null);
+  const v = typeof variant === 'string' ? variant : null;
+  scanPoolFor(sql).background(projectId, `static-cohort:${cohort.id}`, (scan) => fill(sql, log, scan, projectId, cohort.id, flag.key, v))
+    .catch((e: unknown) => log.warn({ err: e, cohort_id: cohort.id }, 'static cohort for flag not filled'));
   return { cohort: serializeCohort({ ...cohort, is_calculating: true }) };
 }
 
 /** Evaluates the flag for every person of the project and adds the matches to the cohort. */
-async function fill(sql: Sql, log: Logger, projectId: number, cohortId: number, key: string, variant: string | null): Promise<void> {
+async function fill(sql: Sql, log: Logger, scan: Scan, projectId: number, cohortId: number, key: string, variant: string | null): Promise<void> {
   try {
-    const { compiled } = await compileProjectFlags(sql, projectId);
-    const cursor = sql<{ id: number; distinct_id: string; properties: Record<string, unknown>; cohort_ids: number[]; overrides: Record<string, string> | null }[]>`
-      SELECT p.id::int AS id, d.distinct_id, p.properties,
-        ARRAY(SELECT cp.cohort_id::int FROM cohort_people cp WHERE cp.person_id = p.id) AS cohort_ids,
-        (SELECT jsonb_object_agg(o.feature_flag_key, o.hash_key) FROM feature_flag_hash_key_overrides o WHERE o.person_id = p.id) AS overrides
+    const { definitions, timezone } = await loadProjectFlags(sql, projectId);
+    const plan = scan.plan({ kind: 'flag-static', definitions, timezone, flagKey: key, variant, nowMs: Date.now() });
+    // One JSON text per person (scan-pool/protocol.ts), and its id for the members written.
+    const cursor = sql<{ id: number; r: string }[]>`
+      SELECT p.id::int AS id, json_build_array(d.distinct_id, p.properties,
+        ARRAY(SELECT cp.cohort_id::int FROM cohort_people cp WHERE cp.person_id = p.id),
+        (SELECT jsonb_object_agg(o.feature_flag_key, o.hash_key) FROM feature_flag_hash_key_overrides o WHERE o.person_id = p.id))::text AS r
       FROM persons p JOIN LATERAL (SELECT min(distinct_id) AS distinct_id FROM person_distinct_ids WHERE person_id = p.id) d ON d.distinct_id IS NOT NULL
       WHERE p.project_id = ${projectId} ORDER BY p.id`.cursor(STATIC_COHORT_PAGE);
-    const now = Date.now();
     for await (const page of cursor) {
-      const members: number[] = [];
-      for (const p of page) {
-        const r = evaluateFlags(compiled, requestFromBody({ distinct_id: p.distinct_id, flag_keys_to_evaluate: [key] }), {
-          person_properties: p.properties, static_cohort_ids: p.cohort_ids.length > 0 ? new Set(p.cohort_ids) : null, hash_key_overrides: p.overrides,
-        }, now).flags[key];
-        if (r && r.enabled && !r.failed && (variant === null || r.variant === variant)) members.push(p.id);
-      }
+      const members = (await scan.match(plan, page.map((p) => p.r))).map((i) => page[i]!.id);
       if (members.length === 0) continue;
       await sql.begin(async (tx) => {
         const added = await addPersonMembers(tx, cohortId, members);

@@ -97,7 +97,7 @@ export async function disabledFlags(h: Handle, projectId: number, ids: number[])
 
 /**
  * Of `ids`, those that are not a live flag of the project (soft-deleted, or never existed), in
- * ascending order (issue 8 item 8: a flag may not be re-enabled over a deleted dependency).
+ * ascending order (a flag may not be re-enabled over a deleted dependency).
  */
 export async function missingFlagIds(h: Handle, projectId: number, ids: number[]): Promise<number[]> {
   if (ids.length === 0) return [];

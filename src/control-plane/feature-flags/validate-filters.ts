@@ -16,7 +16,7 @@
  *    cohorts;
  * 5. payloads: an object of JSON texts; non-string values are normalised to Python-style JSON
  *    text; keys are variant keys (multivariate) or only `"true"` (boolean);
- * 6. (issue 9 item 4, beyond PostHog) what the evaluator would fail on: every person/group/event
+ * 6. (beyond PostHog) what the evaluator would fail on: every person/group/event
  *    property compiles with the evaluator's own `compilePropertyFilter` in strict mode (unknown
  *    operator, bad semver, date or between bounds…), and every group type index the flag uses
  *    exists in the project's group type mapping. A flag the API accepts never makes /flags
@@ -187,7 +187,7 @@ export async function validateFilters(raw: unknown, ctx: FilterContext): Promise
   if (!isObj(raw)) {
     throw errors.validation(`Expected a dictionary of items but got type "${pyType(raw)}".`, 'filters', 'not_a_dict');
   }
-  // Issue 8 item 1: nothing deeper than the shared bound may reach the change log and the nodes.
+  // Nothing deeper than the shared bound may reach the change log and the nodes.
   if (tooDeep(raw, MAX_JSON_DEPTH)) {
     throw errors.validation(`Filters may not nest deeper than ${MAX_JSON_DEPTH} levels.`, 'filters', 'invalid_input');
   }
@@ -238,7 +238,7 @@ export async function validateFilters(raw: unknown, ctx: FilterContext): Promise
       if (STRING_OPERATORS.has(op as string) && typeof p.value !== 'string') {
         fail(`Invalid value for operator ${String(op)}: ${pyStr(p.value ?? null)}`, 'invalid_value');
       }
-      // Issue 8 item 3: a pattern the evaluation engines cannot run would silently never match.
+      // A pattern the evaluation engines cannot run would silently never match.
       if ((op === 'regex' || op === 'not_regex') && typeof p.value === 'string') {
         const problem = describeRegexProblem(p.value);
         if (problem !== null) fail(`Invalid regex pattern ${pyStr(p.value)}: ${problem}.`, 'invalid_regex');

@@ -32,7 +32,7 @@ import { CHANGE_LOG_CHANNEL, currentRevision, readChangesAfter, READ_MAX_BYTES, 
 export const POLL_INTERVAL_MS = 5_000;
 /** Changes kept in memory for streams near the head. */
 export const RECENT_WINDOW = 10_000;
-/** Most payload bytes (JSON text) the window keeps, however few rows that is (issue 8 item 5). */
+/** Most payload bytes (JSON text) the window keeps, however few rows that is. */
 export const RECENT_WINDOW_BYTES = 64 * 1024 * 1024;
 /** Retry period of the read while the database cannot be read, in milliseconds. */
 export const RECOVERY_RETRY_MS = 250;
@@ -107,7 +107,7 @@ export async function startChangeFeed(sql: Sql, log: Logger, opts: ChangeFeedOpt
           window.push(...rows);
           head = rows[rows.length - 1]!.revision;
           for (const r of rows) windowBytes += r.bytes;
-          // Bounded by rows and by bytes (issue 8 item 5); the newest row always stays.
+          // Bounded by rows and by bytes; the newest row always stays.
           let drop = Math.max(0, window.length - RECENT_WINDOW);
           let bytes = windowBytes;
           for (let i = 0; i < drop; i++) bytes -= window[i]!.bytes;

@@ -8,7 +8,7 @@ import type { ChangeRow } from '../change-log/store.js';
 
 /**
  * Builds one Change; `projectId` null (cluster-wide) goes out as 0. An entity too deep to
- * encode (issue 8 item 1: stored before the edge bounded depth) goes out with
+ * encode (stored before the edge bounded depth) goes out with
  * {@link UNENCODABLE_PAYLOAD}, which nodes skip and report, instead of failing the stream.
  */
 export function changeMessage(revision: number, kind: string, entityId: string, projectId: number | null, op: 'upsert' | 'delete', payload: unknown): ChangeMessage {

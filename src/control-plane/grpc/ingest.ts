@@ -10,7 +10,7 @@
  * - `events` that is not a msgpack array → dead-lettered whole, then INVALID_ARGUMENT naming
  *   the batch (a node drops such a batch: retrying cannot help);
  * - a transient database error → UNAVAILABLE (nothing of the batch was committed).
- * Single events that can never be ingested do not fail their batch (issue 8 item 2): too deep
+ * Single events that can never be ingested do not fail their batch: too deep
  * to decode ({@link decodeBatch}), breaking the event bounds, or refused by Postgres for their
  * content (ingestion/service.ts `ingestBatch`), they go to `dead_letter_events` with the reason,
  * one warn log line each, and the rest of the batch is ingested and acknowledged. Malformed

@@ -1,6 +1,6 @@
 /**
  * Paged full-state snapshot for the gRPC Watch stream (proto/switchyard.proto `Watch`; DESIGN.md
- * "Control plane"; issue 17 item 2).
+ * "Control plane").
  *
  * A snapshot starts at R0 = the change-log head and reads every source (below) page by page in
  * key order, each page its own short query: no read transaction is held for the whole copy, so

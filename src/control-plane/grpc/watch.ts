@@ -7,7 +7,7 @@
  * process-wide {@link ChangeFeed}, with a Heartbeat after catching up and every
  * {@link HEARTBEAT_INTERVAL_MS} → until the client goes away or the server closes.
  *
- * Resuming (issue 17 item 2): a node that lost its stream mid-snapshot sends `resume` = {R0, the
+ * Resuming: a node that lost its stream mid-snapshot sends `resume` = {R0, the
  * cursor of the last chunk it stored}. While the log still holds every revision after R0 and R0
  * is not above the head, the snapshot continues from that cursor (SnapshotBegin.resumed); else
  * the node gets what a node at `from_revision` gets (a fresh snapshot or the tail), and drops

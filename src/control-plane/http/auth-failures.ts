@@ -1,20 +1,29 @@
 /**
  * Failed authentications per client address (SWITCHYARD_AUTH_FAILURES_PER_MINUTE): once an
- * address has presented `perMinute` unknown personal API keys within its window, every request
- * from it that presents a key answers 429 `throttled` until the window ends, before any database
- * lookup. So random keys cost at most `perMinute` lookups per address per minute, and a wrong key
- * still answers 401 below the limit. Fixed windows starting at an address' first failure, in
- * process memory (own code: @fastify/rate-limit counts every check, and this must check without counting).
+ * address has presented `perMinute` unknown personal API keys within its window, a request from
+ * it presenting a key that has not authenticated here recently answers 429 `throttled` until the
+ * window ends, before any database lookup. So random keys cost at most `perMinute` lookups per
+ * address per minute, and a wrong key still answers 401 below the limit. Keys that authenticated
+ * recently ({@link AuthFailureLimiter.vouch}, by hash) are never throttled, so the legitimate
+ * clients behind a shared address (a NAT, a proxy, the same host) keep working while one of them
+ * guesses; they are still looked up on every request, so a revoked key fails at once. Fixed
+ * windows starting at an address' first failure, in process memory (own code: @fastify/rate-limit
+ * counts every check, and this must check without counting).
  */
 
 /** Length of a window, in ms. */
 const WINDOW_MS = 60_000;
 /** Addresses remembered; past it the oldest windows are dropped. */
 const ADDRESSES_REMEMBERED = 100_000;
+/** How long a key that authenticated passes the throttle, in ms. */
+const VOUCHED_MS = 10 * 60_000;
+/** Key hashes remembered as vouched; past it the oldest are dropped. */
+const VOUCHED_REMEMBERED = 10_000;
 
 /** Counts failed authentications per address. */
 export class AuthFailureLimiter {
   private readonly windows = new Map<string, { failures: number; resetAt: number }>();
+  private readonly vouched = new Map<string, number>();
 
   /** @param perMinute failures allowed per address per minute; 0: no limit. */
   constructor(private readonly perMinute: number) {}
@@ -26,6 +35,23 @@ export class AuthFailureLimiter {
     if (!w) return 0;
     if (w.resetAt <= now) { this.windows.delete(address); return 0; }
     return w.failures >= this.perMinute ? w.resetAt - now : 0;
+  }
+
+  /** Records that the key with hash `keyHash` authenticated (it passes the throttle for a while). */
+  vouch(keyHash: string, now: number = Date.now()): void {
+    if (this.perMinute === 0) return;
+    this.vouched.delete(keyHash);
+    this.vouched.set(keyHash, now + VOUCHED_MS);
+    if (this.vouched.size > VOUCHED_REMEMBERED) this.vouched.delete(this.vouched.keys().next().value!);
+  }
+
+  /** Whether the key with hash `keyHash` authenticated here within the last ten minutes. */
+  isVouched(keyHash: string, now: number = Date.now()): boolean {
+    const until = this.vouched.get(keyHash);
+    if (until === undefined) return false;
+    if (until > now) return true;
+    this.vouched.delete(keyHash);
+    return false;
   }
 
   /** Records one failed authentication of `address`. */

@@ -8,6 +8,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { errors } from '../../errors.js';
 import type { Sql } from '../db/connect.js';
 import { findPersonalApiKey, touchPersonalApiKey } from '../keys/store.js';
+import { hashPersonalApiKey } from '../keys/tokens.js';
 import { hasScope } from '../keys/scopes.js';
 import type { AuthContext, ProjectRow } from './types.js';
 import type { AuthFailureLimiter } from './auth-failures.js';
@@ -30,7 +31,8 @@ export function presentedKey(headers: IncomingHttpHeaders, query: URLSearchParam
 
 /**
  * Resolves the caller. With `failures`, a client `address` past its failed authentications is
- * refused before the key is looked up, and each unknown key counts against it (./auth-failures.ts).
+ * refused before the key is looked up unless the key authenticated recently, and each unknown key
+ * counts against it (./auth-failures.ts).
  * @throws ApiError 401 `not_authenticated` (nothing presented) or `authentication_failed`
  *   (unknown key); 429 `throttled` when the address is past its failures.
  */
@@ -38,13 +40,15 @@ export async function authenticate(sql: Sql, headers: IncomingHttpHeaders, query
   failures?: { limiter: AuthFailureLimiter; address: string }): Promise<AuthContext> {
   const presented = presentedKey(headers, query);
   if (!presented) throw errors.notAuthenticated();
-  const waitMs = failures?.limiter.blockedFor(failures.address) ?? 0;
+  const keyHash = failures ? hashPersonalApiKey(presented.value) : '';
+  const waitMs = failures && !failures.limiter.isVouched(keyHash) ? failures.limiter.blockedFor(failures.address) : 0;
   if (waitMs > 0) throw errors.throttled(waitMs / 1000);
   const key = await findPersonalApiKey(sql, presented.value);
   if (!key) {
     failures?.limiter.fail(failures.address);
     throw errors.authenticationFailed(`Personal API key found in request ${presented.where} is invalid.`);
   }
+  failures?.limiter.vouch(keyHash);
   touchPersonalApiKey(sql, key.id);
   return { userId: key.userId, organizationId: key.organizationId, keyId: key.id, scopes: new Set(key.scopes), scopedTeams: key.scopedTeams };
 }

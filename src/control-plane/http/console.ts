@@ -1,5 +1,5 @@
 /**
- * The web console's files (issue 15), served by the control plane: `GET /` answers the console's
+ * The web console's files, served by the control plane: `GET /` answers the console's
  * page to a browser (an `Accept` that prefers text/html) and the JSON index to everything else;
  * `GET /console/app.js` and `/console/app.css` are the bundle console/build.mjs writes to
  * dist/console. The files are read once at start; with no bundle built, `/` keeps the JSON index

@@ -1,6 +1,6 @@
 /**
  * Prometheus metrics of the management API (DESIGN.md "Processes": `GET /metrics` in
- * Prometheus text), on prom-client (issue 10 item 3): requests by route pattern, method and
+ * Prometheus text), on prom-client: requests by route pattern, method and
  * status, a latency histogram per route pattern, and prom-client's default process metrics
  * (CPU, memory, event-loop lag, handles, GC). Labels use the declared pattern
  * (`/api/projects/:project_id/feature_flags/:id`), never the raw path, so cardinality is

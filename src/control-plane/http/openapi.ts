@@ -1,5 +1,5 @@
 /**
- * The OpenAPI 3.1 document of the management API (issue 10 item 2), generated from the
+ * The OpenAPI 3.1 document of the management API, generated from the
  * declared routes by `@fastify/swagger` and served where PostHog serves its own:
  * `GET /api/schema/` (YAML, `application/vnd.oai.openapi`), or JSON with `?format=json` or an
  * `Accept: application/json` / `application/vnd.oai.openapi+json` header. No key is needed, as

@@ -1,6 +1,6 @@
 /**
- * JSON Schema pieces shared by the route declarations (OpenAPI document and validation;
- * issue 10 items 1–2): path parameters, LimitOffset pagination (research
+ * JSON Schema pieces shared by the route declarations (OpenAPI document and validation):
+ * path parameters, LimitOffset pagination (research
  * posthog-management-api.md §5.5), and small builders so a resource's schemas read as a table.
  */
 import type { JsonSchema } from './types.js';

@@ -1,5 +1,5 @@
 /**
- * The control plane's HTTP server: the management API on fastify (issue 10 item 1). Each
+ * The control plane's HTTP server: the management API on fastify. Each
  * declared {@link Route} becomes a fastify route whose request runs:
  *
  *   route match → authenticate → scope → rate limit → project → body (JSON, size-limited) →
@@ -64,7 +64,7 @@ declare module 'fastify' {
 }
 
 /**
- * On every management answer (issue 8 item 8): browsers must not sniff JSON into HTML, and no
+ * On every management answer: browsers must not sniff JSON into HTML, and no
  * cache may keep answers that hold flags and keys. A route may set its own (ETag feeds).
  */
 const SECURITY_HEADERS: Readonly<Record<string, string>> = { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' };
@@ -167,7 +167,7 @@ function addRoute(app: FastifyInstance, deps: Deps, route: Route, throttle: Thro
     onRequest: async (req) => {
       let url: URL;
       try {
-        // The Host header is the client's to choose: links are built on the configured origin (issue 8 item 8).
+        // The Host header is the client's to choose: links are built on the configured origin.
         url = new URL(req.url, origin());
       } catch {
         throw errors.badRequest('invalid_url', 'Malformed request URL.');

@@ -64,7 +64,7 @@ export type JsonSchema = Readonly<Record<string, unknown>>;
 
 /**
  * What a route declares about itself for validation and for the OpenAPI document served at
- * `GET /api/schema/` (issue 10 items 1–2). `params`, `querystring` and `body` are JSON Schemas
+ * `GET /api/schema/`. `params`, `querystring` and `body` are JSON Schemas
  * of objects.
  */
 export interface RouteSchema {

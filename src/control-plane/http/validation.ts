@@ -1,5 +1,5 @@
 /**
- * Schema validation of management requests (issue 10 item 1) on ajv, with failures worded as
+ * Schema validation of management requests on ajv, with failures worded as
  * PostHog's DRF serializers word them (research/posthog-management-api.md §5.4): the first
  * failure becomes `{type: 'validation_error', code, detail, attr}` where `attr` is the field
  * (nested paths joined with `__`, as exceptions-hog does).

@@ -1,5 +1,5 @@
 /**
- * Dead letters (issue 8 item 2): a captured event that can never be ingested (nested too deep,
+ * Dead letters: a captured event that can never be ingested (nested too deep,
  * an id too long to index, content Postgres refuses) is kept in `dead_letter_events`
  * (migration 0005) with the reason, instead of failing its batch forever and wedging the
  * node's outbox behind it. The payload keeps the event as it arrived, so it can be inspected

@@ -1,5 +1,5 @@
 /**
- * Monthly partitions of `events` (migration 0015; issue 17 item 4): created on demand before a
+ * Monthly partitions of `events` (migration 0015): created on demand before a
  * batch is inserted, and dropped whole by retention.
  *
  * Layout: `events_old` holds every timestamp before {@link PARTITIONED_FROM}; from there one

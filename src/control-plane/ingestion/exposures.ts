@@ -1,5 +1,5 @@
 /**
- * Experiment exposures, pre-aggregated at ingestion (issue 12 item 2; table
+ * Experiment exposures, pre-aggregated at ingestion (table
  * `experiment_exposures`, migration 0010): for each `$feature_flag_called` event with a flag key,
  * a response and a person, the row (project, flag key, person, response as text) keeps the
  * earliest and latest call time. Experiment analysis reads these rows — about one per exposed

@@ -1,5 +1,5 @@
 /**
- * The per-person pre-aggregate of event times (issue 12 item 2; table `person_event_times`,
+ * The per-person pre-aggregate of event times (table `person_event_times`,
  * migration 0017), kept in the same statement that inserts a batch's events: for each event
  * actually inserted (a redelivered one is not counted twice) with a person, the row (project,
  * event, UTC month, person) counts it, widens [first_ts, last_ts], and merges its timestamp into

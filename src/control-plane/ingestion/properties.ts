@@ -3,7 +3,7 @@
  * `applyEventPropertyUpdates`): `$set_once` first (only keys not present), then `$set`
  * (overwrites), then `$unset` (a list of keys, or an object whose keys are removed).
  * Pure; used for persons and, with `$group_set`, for groups. Keys are own properties only:
- * `constructor` or `__proto__` are ordinary property names here (issue 8 item 8).
+ * `constructor` or `__proto__` are ordinary property names here.
  */
 import { hasOwn, setOwn } from '../../own-property.js';
 import { MAX_PROPERTIES_BYTES } from '../../limits.js';
@@ -56,7 +56,7 @@ export function hasPropertyUpdates(p: Properties): boolean {
 export interface RefusedUpdates { count: number }
 
 /**
- * True when `properties`, JSON-encoded, fit MAX_PROPERTIES_BYTES (issue 8 item 5: 60 events of
+ * True when `properties`, JSON-encoded, fit MAX_PROPERTIES_BYTES (60 events of
  * `$set {"blob": "x" × 1e6}` grew the control plane to gigabytes). Callers keep the previous
  * properties when false (the event itself is still stored).
  */

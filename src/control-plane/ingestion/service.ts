@@ -100,8 +100,7 @@ export async function ingestEvents(sql: Sql, events: readonly unknown[], dead: r
 }
 
 /**
- * Ingests a batch so that one event that can never be stored does not hold up the others
- * (issue 8 item 2): the whole batch in one transaction first (the fast, normal path); if that
+ * Ingests a batch so that one event that can never be stored does not hold up the others: the whole batch in one transaction first (the fast, normal path); if that
  * fails with an error the data causes ({@link isDeterministic}), event by event, each in its
  * own transaction, and an event that still fails that way is dead-lettered with the database's
  * message. A transient error (connection, serialization, deadlock) fails the batch, so the

@@ -1,5 +1,5 @@
 /**
- * PostHog's `TrendsQuery` over Switchyard's event store (issue 13 item 3: the usage dashboards'
+ * PostHog's `TrendsQuery` over Switchyard's event store (the usage dashboards'
  * insights; PostHog `trends_query_runner`): per series, a count per interval bucket in the
  * project's time zone, optionally broken down by one event property.
  *

@@ -3,8 +3,7 @@
  * `GET /api/personal_api_keys/` (list), `GET /api/personal_api_keys/:id/`,
  * `POST /api/personal_api_keys/` `{label, scopes, scoped_teams}` (201 with `value`, the only time
  * it is shown; at most 10 live keys per user, PostHog's message; research §5.1), and
- * `DELETE /api/personal_api_keys/:id/` (revoke: 204; the change log carries it to every node,
- * issue 8 item 7). Values and hashes are never returned otherwise; another user's key is 404.
+ * `DELETE /api/personal_api_keys/:id/` (revoke: 204; the change log carries it to every node). Values and hashes are never returned otherwise; another user's key is 404.
  * Scopes: `user:read` to read, `user:write` to create and revoke. A key can only create keys
  * whose scopes it holds itself (no escalation from `user:write` to `*`).
  */

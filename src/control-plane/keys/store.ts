@@ -100,8 +100,7 @@ export async function listPersonalApiKeys(sql: Sql, userId: number | null): Prom
 
 /**
  * Revokes (deletes) the key `id`, when it belongs to `userId` (any user when null), and enters
- * the deletion in the change log in the same transaction, so every node stops accepting it
- * (issue 8 item 7). @returns the revoked key, or null when there is none.
+ * the deletion in the change log in the same transaction, so every node stops accepting it. @returns the revoked key, or null when there is none.
  */
 export async function revokePersonalApiKey(sql: Sql, id: string, userId: number | null): Promise<PersonalApiKeyListing | null> {
   return sql.begin(async (tx) => {
@@ -116,7 +115,7 @@ export async function revokePersonalApiKey(sql: Sql, id: string, userId: number 
 
 /**
  * Deactivates a user (`is_active = false`): their keys stop authenticating on the control plane
- * at once, and their deletion enters the change log so nodes drop them too (issue 8 item 7).
+ * at once, and their deletion enters the change log so nodes drop them too.
  * @returns the number of keys withdrawn, or null when there is no such user.
  */
 export async function deactivateUser(sql: Sql, userId: number): Promise<number | null> {

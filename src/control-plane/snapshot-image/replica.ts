@@ -1,5 +1,5 @@
 /**
- * The control plane's snapshot image (issue 17 item 2; proto/switchyard.proto `SnapshotImage`):
+ * The control plane's snapshot image (proto/switchyard.proto `SnapshotImage`):
  * a complete node store that the control plane keeps current beside Postgres, so that a node
  * with no store copies one file instead of receiving every entity through a Watch snapshot.
  *

@@ -11,8 +11,8 @@
  * `lz64` (lz-string) is not supported: 400, like an unknown encoding.
  */
 import zlib from 'node:zlib';
-import { MAX_PAYLOAD_DEPTH } from '../../limits.js';
-import { jsonTextTooDeep } from '../json-scan.js';
+import { checkJsonBudget, describeExcess, type JsonBudgetExcess } from '../../json-budget.js';
+import { CAPTURE_BODY_BUDGET } from '../json-scan.js';
 
 /** A decoding failure; `message` follows capture-rs wording. */
 export class CaptureDecodeError extends Error {
@@ -34,6 +34,17 @@ export class CaptureTooLargeError extends Error {
   constructor(readonly limitBytes: number) {
     super(`payload is larger than ${limitBytes} bytes once decoded`);
     this.name = 'CaptureTooLargeError';
+  }
+}
+
+/**
+ * The decoded payload holds more array elements and object members, or more events, than
+ * CAPTURE_BODY_BUDGET allows (→ 413; found before parsing, json-scan.ts).
+ */
+export class CaptureOverBudgetError extends Error {
+  constructor(readonly excess: JsonBudgetExcess) {
+    super(`payload ${describeExcess(excess)}`);
+    this.name = 'CaptureOverBudgetError';
   }
 }
 
@@ -71,9 +82,11 @@ function base64(b: Buffer | string): Buffer {
  * @param body raw request body (possibly empty)
  * @param query the request's query string (`data`, `compression`)
  * @param contentType the `Content-Type` header
- * @param maxBytes largest decoded payload (issue 8 item 4: a 65 KB gzip used to inflate to 64 MiB)
+ * @param maxBytes largest decoded payload (a 65 KB gzip used to inflate to 64 MiB)
  * @throws CaptureDecodeError (→ 400) for an empty payload, bad gzip, non-UTF-8, invalid JSON or
- * JSON nested deeper than MAX_PAYLOAD_DEPTH (refused before parsing); CaptureTooLargeError (→ 413).
+ * JSON nested deeper than MAX_PAYLOAD_DEPTH; CaptureOverBudgetError (→ 413) for more members or
+ * events than CAPTURE_BODY_BUDGET (both refused before parsing, in one pass over the text);
+ * CaptureTooLargeError (→ 413).
  */
 export function decodeCaptureBody(body: Buffer, query: URLSearchParams, contentType: string | undefined, maxBytes: number = MAX_DECOMPRESSED_BYTES): unknown {
   let payload: Buffer;
@@ -119,7 +132,11 @@ export function decodeCaptureBody(body: Buffer, query: URLSearchParams, contentT
   } catch {
     throw new CaptureDecodeError('failed to decode request: invalid body encoding');
   }
-  if (jsonTextTooDeep(text, MAX_PAYLOAD_DEPTH)) throw new CaptureDecodeError(`failed to parse request: JSON nests deeper than ${MAX_PAYLOAD_DEPTH} levels`);
+  const excess = checkJsonBudget(text, CAPTURE_BODY_BUDGET);
+  if (excess !== null) {
+    if (excess.kind === 'depth') throw new CaptureDecodeError(`failed to parse request: ${describeExcess(excess)}`);
+    throw new CaptureOverBudgetError(excess);
+  }
   try {
     return JSON.parse(text);
   } catch (e) {

@@ -81,7 +81,11 @@ function parseDate(v: unknown): number | null {
 /**
  * plugin-server `parseEventTimestamp`: `offset` (ms before now) wins; else `timestamp`, shifted
  * by the client's clock skew (now − sent_at) when `sent_at` is known and `$ignore_sent_at` is not
- * set; else now. Invalid results, years outside 0..9999 and times > 23 h ahead become now.
+ * set; else now. Invalid results, years outside 0..9999 and times > 23 h ahead become now, as
+ * plugin-server's `ignored_invalid_timestamp` does: so an offset or timestamp no date can hold
+ * (`"offset": 1e300`, beyond JavaScript's ±8.64e15 ms) dates its event now and never fails the
+ * request. (capture-rs reads `offset` as an i64 and refuses the whole request when it is not one;
+ * here one client's bad clock value loses no event.)
  */
 export function resolveTimestamp(e: Obj, nowMs: number, sentAtMs: number | null): number {
   const props = isObj(e.properties) ? e.properties : {};
@@ -92,8 +96,9 @@ export function resolveTimestamp(e: Obj, nowMs: number, sentAtMs: number | null)
     const ts = parseDate(e.timestamp);
     t = ts === null ? nowMs : sentAt !== null ? nowMs + (ts - sentAt) : ts;
   }
+  // NaN for any t outside the Date range (infinities included): every comparison below is false for it.
   const year = new Date(t).getUTCFullYear();
-  if (!Number.isFinite(t) || year < 0 || year > 9999 || t - nowMs > MAX_FUTURE_MS) return nowMs;
+  if (Number.isNaN(year) || year < 0 || year > 9999 || t - nowMs > MAX_FUTURE_MS) return nowMs;
   return t;
 }
 
@@ -163,7 +168,9 @@ export function parseCapturePayload(payload: unknown, nowMs: number, sentAtQuery
     else if (typeof e.uuid === 'string' && UUID_RE.test(e.uuid)) uuid = canonicalUuid(e.uuid);
     else throw new CaptureRequestError(400, 'invalid_uuid', 'failed to parse request: invalid uuid');
     const sentAt = parseDate(e.sent_at) ?? batchSentAt ?? sentAtQueryMs;
-    const properties: Obj = isObj(e.properties) ? { ...e.properties } : {};
+    // The decoded payload is this request's own and nothing else holds it: no copy (a spread of
+    // a 50,000-key object costs more than parsing it).
+    const properties: Obj = isObj(e.properties) ? e.properties : {};
     const out: CapturedEventDraft = {
       uuid, event: e.event, distinct_id: distinctId, properties,
       timestamp: new Date(resolveTimestamp(e, nowMs, sentAt)).toISOString(),

@@ -8,8 +8,10 @@
  * optional. Answers: 200 `{"status": 1}` once every event of the request is in the outbox;
  * 400 for undecodable payloads or any invalid event (nothing is stored: no partial acceptance);
  * 413 `event_too_big` when one event is over {@link MAX_EVENT_BYTES} (the whole request);
+ * 413 `payload_too_large` when the decoded body holds more than MAX_CAPTURE_EVENTS events or
+ * MAX_CAPTURE_MEMBERS array elements and object members (limits.ts; found before parsing);
  * 400 `invalid_payload` naming the event and field when one breaks the bounds of
- * contract/event-bounds.ts (depth, linked-id length; issue 8 item 1); NUL and
+ * contract/event-bounds.ts (depth, linked-id length); NUL and
  * lone surrogates in accepted events are replaced by U+FFFD so every 200 can be stored;
  * 401 for a missing, inconsistent, malformed or unknown project token, except that before the
  * node's first complete snapshot (`store.ready()` false) a token it cannot look up yet gets
@@ -24,7 +26,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { ApiError, errors } from '../../errors.js';
 import type { CapturedEvent } from '../../contract/events.js';
-import { CaptureDecodeError, CaptureTooLargeError, decodeCaptureBody, MAX_DECOMPRESSED_BYTES } from './decode.js';
+import { CaptureDecodeError, CaptureOverBudgetError, CaptureTooLargeError, decodeCaptureBody, MAX_DECOMPRESSED_BYTES } from './decode.js';
 import { CaptureRequestError, engageAsEvents, parseCapturePayload } from './events.js';
 import { OutboxFullError } from './outbox.js';
 import { HASH_KEY_OVERRIDE_EVENT } from '../../contract/override-records.js';
@@ -97,6 +99,7 @@ export async function handleCapture(path: string, query: URLSearchParams | strin
   } catch (e) {
     if (e instanceof CaptureDecodeError) return fail(errors.badRequest('request_decoding_error', e.message));
     if (e instanceof CaptureTooLargeError) return fail(errors.payloadTooLarge(e.limitBytes));
+    if (e instanceof CaptureOverBudgetError) return fail(new ApiError(413, 'invalid_request', 'payload_too_large', `${e.message}.`));
     if (e instanceof CaptureRequestError) {
       if (e.status === 401) return fail(errors.invalidToken(e.code === 'no_token' ? 'missing_token' : 'invalid_token', e.message));
       return fail(errors.badRequest(e.code, e.message));

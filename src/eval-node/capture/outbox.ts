@@ -13,7 +13,7 @@
  * from the control plane answers 503 instead of filling its disk. The figure counts payload
  * bytes only, not LMDB page overhead.
  *
- * Slowing down before refusing (issue 17 item 1): past {@link SHED_FROM_FRACTION} of the bound,
+ * Slowing down before refusing: past {@link SHED_FROM_FRACTION} of the bound,
  * an append made for a client request (`shed: true`) is refused with probability rising linearly
  * to 1 at the bound, as a backlog refusal that carries a `Retry-After` growing from
  * {@link RETRY_AFTER_MIN_S} to {@link RETRY_AFTER_MAX_S} seconds; SDKs back off and resend, so the

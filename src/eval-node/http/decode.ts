@@ -12,20 +12,22 @@
  *   percent-decode, strip whitespace, pad to a multiple of 4, base64-decode and parse again.
  *
  * Every failure is a {@link DecodeError} (400 `request_decoding_error` or `request_parsing_error`,
- * 413 `payload_too_large`); nothing here throws anything else. Bounds (issue 8 item 4): the
+ * 413 `payload_too_large`); nothing here throws anything else. Bounds: the
  * decoded body (after gunzip or base64) may not exceed `maxBytes`, so a small gzip bomb cannot
- * inflate; text nesting deeper than {@link MAX_BODY_DEPTH} is refused before it is parsed; the
- * `NaN`/`Infinity` retry is one linear pass.
+ * inflate; text nesting deeper than {@link MAX_BODY_DEPTH} or holding more than
+ * MAX_BODY_MEMBERS (limits.ts) array elements and object members is refused with 400
+ * `request_decoding_error` before it is parsed, in one pass (json-scan.ts FLAGS_BODY_BUDGET);
+ * the `NaN`/`Infinity` retry is one linear pass.
  */
 import zlib from 'node:zlib';
-import { MAX_PAYLOAD_DEPTH } from '../../limits.js';
-import { jsonTextTooDeep } from '../json-scan.js';
+import { checkJsonBudget, describeExcess } from '../../json-budget.js';
+import { FLAGS_BODY_BUDGET } from '../json-scan.js';
 
 /**
  * Deepest body accepted: room for the request envelope around property values bounded by
  * MAX_JSON_DEPTH, far below what costs anything to parse.
  */
-export const MAX_BODY_DEPTH = MAX_PAYLOAD_DEPTH;
+export const MAX_BODY_DEPTH = FLAGS_BODY_BUDGET.maxDepth;
 
 /** Why a body was refused: the code is PostHog's, the message goes into `detail`. */
 export class DecodeError extends Error {
@@ -69,6 +71,8 @@ export function decodeBody(body: Buffer, meta: BodyMeta, maxBytes: number): unkn
   const text = bytes.toString('utf8');
   const direct = parseJsonLenient(text);
   if (direct.ok) return direct.value;
+  // Over budget as JSON: decoding the same text as base64 cannot give a smaller JSON body worth trying.
+  if (direct.overBudget) throw new DecodeError('request_decoding_error', `Failed to decode request: ${direct.error}`);
   const viaBase64 = parseJsonLenient(base64Text(text));
   if (viaBase64.ok) return viaBase64.value;
   throw new DecodeError('request_decoding_error', `Failed to decode request: ${direct.error}`);
@@ -124,15 +128,17 @@ function base64Text(text: string): string {
   return base64Bytes(percentDecode(text)).toString('utf8');
 }
 
-type Parsed = { ok: true; value: unknown } | { ok: false; error: string };
+type Parsed = { ok: true; value: unknown } | { ok: false; error: string; overBudget?: true };
 
 /**
  * JSON.parse, then (only if that failed and the text mentions them) a second try with bare
  * `NaN`, `Infinity` and `-Infinity` tokens outside strings replaced by null, as Rust's json5
- * parser reads them.
+ * parser reads them. Text over FLAGS_BODY_BUDGET (depth, members) is not parsed at all
+ * (`overBudget`).
  */
 export function parseJsonLenient(text: string): Parsed {
-  if (jsonTextTooDeep(text, MAX_BODY_DEPTH)) return { ok: false, error: `JSON nests deeper than ${MAX_BODY_DEPTH} levels` };
+  const excess = checkJsonBudget(text, FLAGS_BODY_BUDGET);
+  if (excess !== null) return { ok: false, error: describeExcess(excess), overBudget: true };
   try {
     return { ok: true, value: JSON.parse(text) };
   } catch (e) {

@@ -1,5 +1,5 @@
 /**
- * A node serving its HTTP port from several threads (issue 14 item 1; `SWITCHYARD_IO_THREADS`
+ * A node serving its HTTP port from several threads (`SWITCHYARD_IO_THREADS`
  * > 1): `threads` worker threads each run the node's uWebSockets.js app (workers/io-thread.ts)
  * on the same port (port 0: a free one picked first, since a port bound as 0 cannot be shared), and the kernel
  * spreads connections over them (SO_REUSEPORT, which uSockets sets on Linux). Each reads the

@@ -1,6 +1,6 @@
 /**
  * Prometheus metrics of the evaluation node's HTTP layer (DESIGN.md "Processes"; STYLE.md rule 7:
- * no per-request log line on /flags, metrics instead), on prom-client (issue 10 item 3):
+ * no per-request log line on /flags, metrics instead), on prom-client:
  * requests by route and status, a latency histogram per route with fixed buckets, failures by
  * the stage that failed, the store's revision, sync lag and connection (once the sync client
  * reports them), the evaluation pool's queue, and prom-client's default process metrics (CPU,
@@ -47,7 +47,7 @@ export interface Gauges {
   sync?(): { lagRevisions?: number | null; connected?: boolean; snapshotsApplied?: number } | undefined;
   poolQueueSize(): number;
   poolMode: 'inline' | 'pool';
-  /** LMDB environments on disk and mapped (issue 17 item 3), and the capture outbox's payload. */
+  /** LMDB environments on disk and mapped, and the capture outbox's payload. */
   storage?(): StorageFigures;
 }
 
@@ -154,6 +154,15 @@ export class Metrics {
    */
   addGauge(name: string, help: string, read: () => number): void {
     new Gauge({ name, help, registers: [this.registry], collect() { this.set(read()); } });
+  }
+
+  /**
+   * Registers a counter read at every scrape from a running total owned outside the HTTP layer
+   * (e.g. capture/outbox-recovery.ts); `read` must never decrease. @throws when `name` is
+   * already registered.
+   */
+  addCounter(name: string, help: string, read: () => number): void {
+    new Counter({ name, help, registers: [this.registry], collect() { this.reset(); this.inc(read()); } });
   }
 
   /** The metrics an IO thread ships to the main thread ({@link THREAD_METRICS}), as JSON. */

@@ -1,5 +1,5 @@
 /**
- * OFREP v1 on an evaluation node (issue 9 item 6, beyond PostHog), so every OpenFeature SDK
+ * OFREP v1 on an evaluation node (beyond PostHog), so every OpenFeature SDK
  * with an OFREP provider reads Switchyard flags:
  * - `POST /ofrep/v1/evaluate/flags/{key}`: one flag; 200 evaluation, 404 `FLAG_NOT_FOUND`,
  *   400 `TARGETING_KEY_MISSING` / `INVALID_CONTEXT` / `PARSE_ERROR` (OFREP's error body);
@@ -22,8 +22,8 @@ import { evaluationRequestOf } from './flags-request.js';
 import { nextRequestId } from './request-id.js';
 import { Exchange, readBody } from './reply.js';
 import { detectRuntime } from './runtime.js';
-import { jsonTextTooDeep } from '../json-scan.js';
-import { MAX_PAYLOAD_DEPTH } from '../../limits.js';
+import { FLAGS_BODY_BUDGET } from '../json-scan.js';
+import { checkJsonBudget, describeExcess } from '../../json-budget.js';
 import { hasOwn } from '../../own-property.js';
 
 const SINGLE = '/ofrep/v1/evaluate/flags/:key';
@@ -74,7 +74,8 @@ function answer(ctx: NodeHttpContext, ex: Exchange, head: Head, raw: Buffer): vo
   const text = raw.toString('utf8');
   if (text.trim() !== '') {
     try {
-      if (jsonTextTooDeep(text, MAX_PAYLOAD_DEPTH)) throw new SyntaxError('nested too deeply');
+      const excess = checkJsonBudget(text, FLAGS_BODY_BUDGET);
+      if (excess !== null) throw new SyntaxError(describeExcess(excess));
       requestBody = JSON.parse(text);
     } catch (e) {
       return sendFailure(ex, head, 400, 'PARSE_ERROR', `the body is not JSON: ${(e as Error).message}`);

@@ -1,5 +1,5 @@
 /**
- * The optional probe listener of an evaluation node (`SWITCHYARD_PROBE_PORT`; issue 8 item 8):
+ * The optional probe listener of an evaluation node (`SWITCHYARD_PROBE_PORT`):
  * `GET`/`HEAD` `/_health`, `/_ready` and `/metrics` on node:http, answered exactly as on the
  * flags port (probes.ts). uWebSockets.js 20.30 never answers HTTP/1.0 requests nor HTTP/1.1
  * ones without a Host header, which is what HAProxy's default `option httpchk` and several

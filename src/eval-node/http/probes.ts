@@ -2,7 +2,7 @@
  * Probes of the evaluation node (DESIGN.md "Processes"): `GET /_health` answers 200 while the
  * process serves; `GET /_ready` answers 200 only once the store holds a complete snapshot
  * (`store.hasCompleteSnapshot()`) and no read of it has failed to decode (`store.readErrors()`,
- * issue 8 item 6: a damaged store must not look ready), else 503; `GET /metrics` is the
+ * A damaged store must not look ready), else 503; `GET /metrics` is the
  * Prometheus text of metrics.ts plus the store's read errors. The answers are built by
  * `healthProbe`/`readyProbe`/`metricsProbe` so the node:http probe listener (probe-server.ts)
  * serves the same ones.

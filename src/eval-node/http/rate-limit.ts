@@ -1,6 +1,6 @@
 /**
  * Token buckets keyed by a string (a project id), for PostHog's per-team rate limits on the
- * node's server-side endpoints (issue 10 item 4; research/posthog-management-api.md §2.5, §2.9:
+ * node's server-side endpoints (research/posthog-management-api.md §2.5, §2.9:
  * the local-evaluation feed and remote_config allow 600 requests per minute per team). A bucket
  * holds `capacity` tokens and refills continuously at `capacity / windowMs`; a request takes one.
  * Memory is bounded: at most `maxKeys` buckets, the oldest dropped first (a dropped bucket

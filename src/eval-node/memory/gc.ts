@@ -1,5 +1,5 @@
 /**
- * A full garbage collection of this thread's V8 heap, on demand (issue 17 item 3): after bulk
+ * A full garbage collection of this thread's V8 heap, on demand: after bulk
  * work the node's JS objects that held Buffers are garbage, but V8 collects them (and frees the
  * Buffers' malloc'd memory) only under allocation pressure, which a quiet node no longer has.
  * memory/release.ts runs this in every thread before trimming the malloc arenas.

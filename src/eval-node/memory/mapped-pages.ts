@@ -1,5 +1,5 @@
 /**
- * The pages of the node's LMDB files mapped into this process (issue 17 item 3: honest memory).
+ * The pages of the node's LMDB files mapped into this process (honest memory).
  *
  * LMDB reads through one shared, read-only file mapping. Every page a read or a B-tree descent
  * touches stays mapped, and counts in the process' RSS, until the mapping goes: after a bulk

@@ -1,5 +1,5 @@
 /**
- * When the node hands back the memory bulk work left behind (issue 17 item 3). Once its writes
+ * When the node hands back the memory bulk work left behind. Once its writes
  * have gone quiet after bulk work (at least `minWork` units: entities staged for a snapshot,
  * changes applied, capture entries appended or drained), and at most once per `minIntervalMs`,
  * the node collects garbage in every thread (gc.ts: Buffers held by dead objects are freed),

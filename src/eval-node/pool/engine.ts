@@ -11,7 +11,7 @@
  *   recompiles when it moved.
  *
  * The evaluate stage runs under the job's evaluation budget (`budgetMs`, from
- * `SWITCHYARD_EVAL_BUDGET_MS`) on `performance.now`, inline and in the pool alike.
+ * `SWITCHYARD_EVAL_BUDGET_MS`) on budget-clock.ts' clock, inline and in the pool alike.
  */
 import {
   compileProject, evaluateFlags, flagsNeedingHashKeyOverrides, requestCoversGroup, requestCoversPerson, storedPropertyUse,
@@ -22,6 +22,7 @@ import { DEFAULT_EVAL_BUDGET_MS } from '../../limits.js';
 import { fillGeoip, type Geoip } from '../geoip/index.js';
 import type { FlagsJob, JobAnswer } from './job.js';
 import { EMPTY_RESULT, serializeResult, serializeResultBytes } from './respond.js';
+import { evaluationBudget } from './budget-clock.js';
 
 /** The part of the node store the engine reads. */
 export type EngineStore = Pick<NodeStore, 'definitions' | 'project' | 'personByDistinctId' | 'group' | 'hashKeyOverrides'>;
@@ -164,7 +165,7 @@ export class FlagsEngine {
         const req = this.properties(job);
         const stored = this.stored(e, job, req);
         // evaluate: the budget starts here, after the store reads (src/evaluation/budget.ts).
-        result = evaluateFlags(e.compiled, req, stored, nowMs, { now: clock, deadline: clock() + (job.budgetMs ?? DEFAULT_EVAL_BUDGET_MS) });
+        result = evaluateFlags(e.compiled, req, stored, nowMs, evaluationBudget(e.compiled, job.budgetMs ?? DEFAULT_EVAL_BUDGET_MS));
       }
       const opts = { shape: job.shape, config: job.config, requestId: job.requestId, evaluatedAt: nowMs, hasFeatureFlags: e.hasFeatureFlags };
       return bytes ? serializeResultBytes(result, opts) : serializeResult(result, opts);
@@ -226,8 +227,6 @@ export class FlagsEngine {
   }
 }
 
-/** The budget's clock: monotonic milliseconds (a bound function, so the core can call it bare). */
-const clock: () => number = performance.now.bind(performance);
 
 /** Stored context of a request whose person and groups the node does not hold. */
 const NO_STORED: StoredContext = Object.freeze({});

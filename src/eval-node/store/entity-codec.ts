@@ -1,7 +1,7 @@
 /**
  * Value codec of the node store's `entities` database (store/lmdb.ts): the gRPC payload codec
  * (contract/payload.ts), so an entity is stored as the msgpack it arrived in and `__proto__` keys
- * survive (issue 8 item 8).
+ * survive.
  */
 import { unpackTrusted, encodePayload } from '../../contract/payload.js';
 import { StoreCorruptionError } from './types.js';

@@ -1,5 +1,5 @@
 /**
- * The sizes of one LMDB environment for `/metrics` (issue 17 item 3: heap, LMDB file size and
+ * The sizes of one LMDB environment for `/metrics` (heap, LMDB file size and
  * mapped bytes reported): the data file on disk, the map reserved for it, and how much of that
  * map is resident in this process now (falls after bulk work: memory/release.ts).
  */

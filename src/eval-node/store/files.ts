@@ -1,5 +1,5 @@
 /**
- * Permissions of a node's LMDB environments (issue 8 item 8): LMDB creates its files 0664
+ * Permissions of a node's LMDB environments: LMDB creates its files 0664
  * minus the umask (0644 by default), readable by every local user, and the store holds
  * persons' properties and key hashes. Directories are made 0700 and files 0600, on every
  * open (an existing store is tightened too).

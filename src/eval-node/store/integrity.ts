@@ -1,22 +1,24 @@
 /**
- * Is a node's LMDB environment safe to open? (issue 8 item 6; DESIGN.md "Evaluation node": the
- * store is a cache the control plane can always rebuild.) A damaged `data.mdb` does not raise
- * an error in LMDB: zeroed meta pages crash the process with SIGSEGV and a truncated file with
- * SIGBUS, which no JavaScript can catch. So before the node opens its store it checks, in two
- * steps, and moves a bad store aside to be rebuilt from a fresh snapshot:
+ * Is one of a node's LMDB environments (its store, its capture outbox) safe to open? (DESIGN.md "Evaluation node".) A damaged `data.mdb` does not raise an error in LMDB:
+ * zeroed or overwritten meta pages crash the process with SIGSEGV and a truncated file with
+ * SIGBUS, which no JavaScript can catch. So before the node opens an environment it checks it,
+ * in two steps ({@link checkEnvironment}), and moves a bad one aside (aside.ts): the store is
+ * rebuilt from a fresh snapshot (recover.ts), the outbox starts empty and the events of the old
+ * one are recovered (capture/outbox-recovery.ts):
  *
  * 1. {@link checkLmdbHeader}, in process: the two meta pages (LMDB mdb.c `mdb_env_read_header`;
  *    lmdb-js builds LMDB's mdb.master3 branch, whose page header is 24 bytes): at least one
  *    must carry the P_META flag and magic 0xBEEFC0DE, and the newest valid one's last page must
  *    lie inside the file;
  * 2. {@link probeStore}, in a short-lived child process (probe.ts): opens the environment
- *    read-only and reads every key and value of every database. A crash or an error there
- *    costs the child, not the node.
+ *    read-only and reads and decodes every key and value of every database. A crash or an
+ *    error there costs the child, not the node.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { moveAside } from './aside.js';
 
 /** LMDB's meta-page magic number. */
 export const LMDB_MAGIC = 0xbeefc0de;
@@ -82,11 +84,14 @@ export function probeStore(dir: string, timeoutMs: number = PROBE_TIMEOUT_MS): P
 }
 
 /**
- * Renames the store at `dir` to `<dir>.corrupt-<timestamp>` (kept for inspection; nothing reads
- * it again). @returns the new path. @throws on IO errors.
+ * Both checks of the environment at `dir` in order (the meta pages, then, unless `probe` is
+ * false, the child-process read of everything). A missing `data.mdb` is sound (created on open).
+ * @returns null when sound, else the reason.
  */
-export function moveStoreAside(dir: string): string {
-  const aside = `${dir}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-  fs.renameSync(dir, aside);
-  return aside;
+export async function checkEnvironment(dir: string, probe = true): Promise<string | null> {
+  if (!fs.existsSync(path.join(dir, 'data.mdb'))) return null;
+  return checkLmdbHeader(dir) ?? (probe ? await probeStore(dir) : null);
 }
+
+/** Renames the store at `dir` aside (aside.ts {@link moveAside}). @returns the new path. @throws on IO errors. */
+export const moveStoreAside = moveAside;

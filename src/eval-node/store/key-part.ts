@@ -1,11 +1,11 @@
 /**
- * Ids as LMDB key parts (issue 8 item 1): LMDB refuses keys over 1,978 bytes, and ids inside
+ * Ids as LMDB key parts: LMDB refuses keys over 1,978 bytes, and ids inside
  * keys (distinct ids, group keys, project tokens, entity ids) come from public input. An id up
  * to {@link MAX_KEY_PART_CHARS} code units is used as it is (the common case costs one length
  * check); a longer one is replaced by `"\u0000sha256:" + base64url(SHA-256(id))`, 52 bytes.
  *
  * Collisions: the digest form starts with NUL, which no accepted id contains (the edge refuses
- * NUL, issue 8 item 8), and readers of a digest key check the full id kept in the value
+ * NUL), and readers of a digest key check the full id kept in the value
  * ({@link wasDigested} tells them when), so a lookup never answers for a different id.
  */
 import { createHash } from 'node:crypto';

@@ -43,7 +43,7 @@ export interface NodeStore {
   hasCompleteSnapshot(): boolean;
   /**
    * Entity reads of this store instance that failed to decode since it was opened (damaged
-   * pages, issue 8 item 6). A node with any is not ready (http/probes.ts); the next start's
+   * pages). A node with any is not ready (http/probes.ts); the next start's
    * probe moves the store aside (recover.ts).
    */
   readErrors(): number;
@@ -122,7 +122,7 @@ export class StoreStateError extends Error {
   constructor(message: string) { super(message); this.name = 'StoreStateError'; }
 }
 
-/** Thrown when a stored entity cannot be decoded: the store's pages are damaged (issue 8 item 6). */
+/** Thrown when a stored entity cannot be decoded: the store's pages are damaged. */
 export class StoreCorruptionError extends Error {
   constructor(message: string) { super(message); this.name = 'StoreCorruptionError'; }
 }

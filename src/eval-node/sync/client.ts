@@ -8,7 +8,7 @@
  *   transaction) and Change into a new generation → SnapshotEnd → swap it in (one
  *   transaction). The store keeps serving its previous complete state throughout. A stream that
  *   ends mid-snapshot keeps the staged part: the next stream asks to resume it from the last
- *   cursor staged (issue 17 item 2); when the server starts over (SnapshotBegin not `resumed`)
+ *   cursor staged; when the server starts over (SnapshotBegin not `resumed`)
  *   or answers with the tail, the staged part is dropped;
  * - tail Changes (single or in ChangeBatch messages) received in one event-loop turn → one `applyBatch` (one transaction, with the
  *   revision of the last one); changes at or below the store's revision are skipped;
@@ -16,7 +16,7 @@
  * Events are applied strictly in order by one drain loop; when the queue passes
  * {@link QUEUE_HIGH_WATER} changes the stream is paused (HTTP/2 flow control pushes back to the server).
  *
- * A change that cannot be decoded or applied (issue 8 item 1: a payload too deep for msgpack, a
+ * A change that cannot be decoded or applied (a payload too deep for msgpack, a
  * forged or legacy entity LMDB refuses) must not stall the feed behind it: a failed batch is
  * retried change by change, each in its own transaction, and each change that still fails is
  * skipped: logged at error level with its revision, kind, entity id and project, and counted
@@ -27,7 +27,7 @@
  * the client drains what it received, then reconnects after `backoffDelayMs(attempt)`
  * (backoff.ts); `attempt` resets only after a stream that made progress: it advanced the
  * applied revision, completed a snapshot, or stayed healthy for {@link HEALTHY_STREAM_MS}.
- * Delivering something is not progress (issue 8 item 1: a stream that delivered a change it
+ * Delivering something is not progress (a stream that delivered a change it
  * could not apply used to reconnect at once, forever). The control plane's revision is noted
  * on receipt, so lag is truthful even while applying fails. The store stays readable throughout. Statuses are kept in `state().lastError` (UNAUTHENTICATED for a
  * wrong cluster token: nothing is applied, retries continue at the capped delay).

@@ -1,8 +1,7 @@
 /**
  * A node with no store installs the control plane's snapshot image (proto/switchyard.proto
  * `SnapshotImage`; control-plane/snapshot-image) before it opens its store, then watches from
- * the image's revision: a file copy instead of a Watch snapshot entity by entity (issue 17
- * item 2).
+ * the image's revision: a file copy instead of a Watch snapshot entity by entity.
  *
  * The file is received into a temporary directory beside the store, checked (the size the
  * header announced, LMDB's meta pages: store/integrity.ts `checkLmdbHeader`), flushed to disk,

@@ -1,6 +1,5 @@
 /**
- * The Rust `regex` dialect translated into RE2 syntax, run by re2js (a linear-time engine:
- * issue 8 item 3). The two dialects share most syntax (Rust's crate descends from RE2); this
+ * The Rust `regex` dialect translated into RE2 syntax, run by re2js (a linear-time engine). The two dialects share most syntax (Rust's crate descends from RE2); this
  * translator rewrites where they differ and refuses what RE2 cannot run: leading inline flags
  * become RE2 inline flags, `\d` `\w` `\s` get Rust's Unicode meaning (RE2's are ASCII), POSIX
  * classes expand, Rust property names map to RE2's, and backreferences, lookaround, atomic

@@ -64,10 +64,14 @@ test('random keys from one address: 401 up to the limit, then 429 without a look
   const refused = statuses.filter((s) => s === 401).length;
   assert.ok(refused >= LIMIT && refused < LIMIT + 30, `${refused} answered 401`);
   assert.equal(made, refused, 'a lookup for each 401, none for a 429');
-  // A throttled address is refused whatever key it presents (the key cannot be checked without a lookup) …
-  assert.equal((await get('127.0.0.2', t.personalKey)).status, 429);
-  // … while another address with a valid key is served.
+  // A throttled address is refused a key that has not authenticated here lately (it cannot be
+  // told from a guess without a lookup) …
+  const unseen = await t.createKey(['*']);
+  assert.equal((await get('127.0.0.2', unseen)).status, 429);
+  // … while another address with a valid key is served, and a key that authenticated lately
+  // passes from the throttled address too (clients sharing an address with the guesser keep working).
   assert.equal((await get('127.0.0.3', t.personalKey)).status, 200);
+  assert.equal((await get('127.0.0.2', t.personalKey)).status, 200);
 });
 
 test('the same wrong key again is answered from memory: one lookup, 401 each time', async () => {
@@ -84,4 +88,15 @@ test('a key created after its value was refused works at once; a revoked key is 
   assert.equal((await get('127.0.0.5', value)).status, 200, 'creation forgets the remembered miss');
   await revokePersonalApiKey(t.db.sql, created.id, null);
   assert.equal((await get('127.0.0.5', value)).status, 401);
+});
+
+test('a key that authenticated lately passes a throttled address but is still looked up: revoked, it fails at once', async () => {
+  const value = newPersonalApiKey();
+  const created = await createPersonalApiKey(t.db.sql, { userId: t.userId, label: 'vouched', scopes: ['*'], value });
+  assert.equal((await get('127.0.0.6', value)).status, 200);
+  for (let i = 0; i < LIMIT; i++) await get('127.0.0.6', newPersonalApiKey());
+  assert.equal((await get('127.0.0.6', newPersonalApiKey())).status, 429, 'the address is throttled');
+  assert.equal((await get('127.0.0.6', value)).status, 200, 'the vouched key passes');
+  await revokePersonalApiKey(t.db.sql, created.id, null);
+  assert.equal((await get('127.0.0.6', value)).status, 401, 'and is refused once revoked');
 });

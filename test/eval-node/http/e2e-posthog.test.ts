@@ -16,15 +16,13 @@ import { startEvalNode } from '../../../src/eval-node/node.js';
 import { startNodeHttp } from '../../../src/eval-node/http/server.js';
 import { startTestControlPlane } from '../../support/control-plane.js';
 import { TEST_BACKOFF, waitForHead } from '../../support/sync.js';
-import { freePort } from '../../support/ports.js';
 
 test('management API → Watch → node: posthog-node remote and local evaluation agree', async () => {
   const tcp = await startTestControlPlane();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-e2e-posthog-'));
   const log = createLogger('silent');
-  const grpcPort = await freePort();
-  const config = { ...tcp.config, grpcPort, dataDir, controlPlane: `127.0.0.1:${grpcPort}`, flagsPort: 0 };
-  const server = await startGrpcServer({ sql: tcp.db.sql, config, log });
+  const server = await startGrpcServer({ sql: tcp.db.sql, config: { ...tcp.config, grpcPort: 0, dataDir }, log });
+  const config = { ...tcp.config, grpcPort: server.port, dataDir, controlPlane: `127.0.0.1:${server.port}`, flagsPort: 0 };
   const node = await startEvalNode(config, log, { nodeId: 'e2e-posthog', sync: { backoff: TEST_BACKOFF } });
   const http = await startNodeHttp({ config, log, store: node.store, sync: node.sync });
   let client: PostHog | null = null;

@@ -15,16 +15,14 @@ import { hashPersonalApiKey } from '../../../src/control-plane/keys/tokens.js';
 import { setMonthlyFlagRequestLimit } from '../../../src/control-plane/quota/service.js';
 import { startTestControlPlane } from '../../support/control-plane.js';
 import { assertStoreMatchesTables, TEST_BACKOFF, waitForHead } from '../../support/sync.js';
-import { freePort } from '../../support/ports.js';
 import { waitFor } from '../../support/wait.js';
 
 test('bootstrap, flag API writes and quota changes reach a node intact', async () => {
   const tcp = await startTestControlPlane();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-api-sync-'));
   const log = createLogger('silent');
-  const grpcPort = await freePort();
-  const config = { ...tcp.config, grpcPort, dataDir, controlPlane: `127.0.0.1:${grpcPort}` };
-  const server = await startGrpcServer({ sql: tcp.db.sql, config, log });
+  const server = await startGrpcServer({ sql: tcp.db.sql, config: { ...tcp.config, grpcPort: 0, dataDir }, log });
+  const config = { ...tcp.config, grpcPort: server.port, dataDir, controlPlane: `127.0.0.1:${server.port}` };
   const node = await startEvalNode(config, log, { nodeId: 'api-test', sync: { backoff: TEST_BACKOFF } });
   try {
     await waitForHead(tcp.db, node.store);

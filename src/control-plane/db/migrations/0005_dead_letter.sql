@@ -1,4 +1,4 @@
--- Captured events that can never be ingested (issue 8 item 2): kept with the reason instead of
+-- Captured events that can never be ingested: kept with the reason instead of
 -- failing their batch forever. `payload` is the event as the node sent it (msgpack bytes);
 -- the other columns are clipped copies for finding it, and may be null when unreadable.
 CREATE TABLE dead_letter_events (

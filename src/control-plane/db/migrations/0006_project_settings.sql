@@ -1,4 +1,4 @@
--- Project settings that shape the browser SDK's remote config (issue 9 item 1; PostHog's team
+-- Project settings that shape the browser SDK's remote config (PostHog's team
 -- fields of the same names, served to posthog-js at /array/<token>/config by nodes).
 ALTER TABLE projects
   ADD COLUMN autocapture_opt_out           boolean NOT NULL DEFAULT false,

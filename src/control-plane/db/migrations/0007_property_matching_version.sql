@@ -1,4 +1,4 @@
--- The team's property matching (issue 9 item 3; PostHog's TeamFeatureFlagsConfig field of the
+-- The team's property matching (PostHog's TeamFeatureFlagsConfig field of the
 -- same name): 1 legacy, 2 explicit boolean equality. Sent in the local-evaluation feed and used
 -- by the nodes' evaluator.
 ALTER TABLE projects

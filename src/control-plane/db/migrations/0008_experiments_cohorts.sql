@@ -1,4 +1,4 @@
--- Experiments, holdouts, saved metrics and the cohorts API (issue 11; spec/API.md §2.2, §2.5,
+-- Experiments, holdouts, saved metrics and the cohorts API (spec/API.md §2.2, §2.5,
 -- §2.6, §4.1; research/posthog-management-api.md §3).
 
 -- Cohorts as PostHog's CohortSerializer shows them: calculation state and the member count.

@@ -1,4 +1,4 @@
--- Experiment analysis over large event stores (issue 12 item 2).
+-- Experiment analysis over large event stores.
 --
 -- Person overrides (PostHog's person overrides): events keep the person uuid they were ingested
 -- with; when that person is later merged into another, the pair is recorded here (chains are

@@ -1,4 +1,4 @@
--- Dashboards and insights (issue 13 item 3; PostHog `/dashboards/` and `/insights/`): a flag's
+-- Dashboards and insights (PostHog `/dashboards/` and `/insights/`): a flag's
 -- usage dashboard (F8) and its enriched insights (F9) are ordinary dashboards of TrendsQuery
 -- insights, drawn from the event store by `POST /query/`.
 

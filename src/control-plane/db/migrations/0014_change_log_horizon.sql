@@ -1,4 +1,4 @@
--- Issue 17 item 4: compaction deletes superseded entries anywhere past the catch-up window,
+-- Compaction deletes superseded entries anywhere past the catch-up window,
 -- including the oldest row, so min(revision) no longer tells which revisions were pruned. The
 -- horizon records it: every revision <= pruned_through may be missing (change-log/retention.ts);
 -- above it, every entity's newest entry is present (grpc/watch.ts decides tail vs snapshot on it).

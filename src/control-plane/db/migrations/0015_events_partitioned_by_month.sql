@@ -1,4 +1,4 @@
--- Issue 17 item 4: events are partitioned by month of `timestamp` (UTC), so retention drops whole
+-- Events are partitioned by month of `timestamp` (UTC), so retention drops whole
 -- partitions (DROP TABLE: no row deletes, no dead tuples, no vacuum debt) and time-bounded reads
 -- (experiment windows, trends) touch only their months.
 --

@@ -1,4 +1,4 @@
--- Issue 12 item 2: experiment analysis reads each partition's exposed persons from
+-- Experiment analysis reads each partition's exposed persons from
 -- experiment_exposures in key order (experiments/results/exposures.ts). With the times in the
 -- key's index the read is index-only wherever the table is vacuumed, instead of one heap visit
 -- per person in random order (bench/experiments.ts, 500,000 persons a partition: 0.86 s → 0.45 s

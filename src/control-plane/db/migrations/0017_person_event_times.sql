@@ -1,4 +1,4 @@
--- Issue 12 item 2: a per-person pre-aggregate of event times, kept by ingestion
+-- A per-person pre-aggregate of event times, kept by ingestion
 -- (ingestion/person-event-times.ts), so an experiment funnel over 1 M exposed persons reads about
 -- one index entry per person, step and month instead of probing the events index once per
 -- person and step (experiments/results/metric-values.ts `summaryFunnel`).

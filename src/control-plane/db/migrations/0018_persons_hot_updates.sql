@@ -1,4 +1,4 @@
--- Issue 17 item 1: ingestion rewrites a person's row whenever an event changes its properties
+-- Ingestion rewrites a person's row whenever an event changes its properties
 -- (ingestion/persons.ts flush). None of the columns it sets is indexed, so Postgres can update
 -- the row in place on its page (a HOT update) and skip all three indexes, but only when the page
 -- has room for the new version. Filled to 100 % (the default), every page is full and each

@@ -2,7 +2,7 @@
  * Reading ingestion's per-person event times (`person_event_times`, migration 0017) for the
  * exposed persons of an analysis (`exp_exposed`): the months a window needs, one LEFT JOIN per
  * (event, month) in person order, and the plan settings that keep those joins merge joins.
- * Used by summary-funnel.ts and summary-count.ts (issue 12 item 2).
+ * Used by summary-funnel.ts and summary-count.ts.
  *
  * Each joined row gives, for one person, event and month: the first and last time (`f`, `l`;
  * NULL when the person has no row), the count (`n`) and the sorted times (`ts`, NULL past 64

@@ -1,5 +1,5 @@
 /**
- * `ExperimentQuery` (issue 12 item 1; research/experiments.md §1–§4): one metric of one
+ * `ExperimentQuery` (research/experiments.md §1–§4): one metric of one
  * experiment computed from the captured events — exposures (exposures.ts), per-entity values
  * (metric-values.ts), per-variant sufficient statistics, PostHog's validation failures, then the
  * statistics module — answered as PostHog's `ExperimentQueryResponse`.

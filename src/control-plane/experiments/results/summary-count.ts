@@ -1,7 +1,6 @@
 /**
  * Per-person values of a mean metric that counts events (`math` total, or dau: 1 when the person
- * has any) from ingestion's pre-aggregate `person_event_times` (migration 0017; issue 12 item
- * 2), for persons without merges and a source that person-times.ts `readableFromPersonTimes`
+ * has any) from ingestion's pre-aggregate `person_event_times` (migration 0017), for persons without merges and a source that person-times.ts `readableFromPersonTimes`
  * accepts. Same rule as metric-values.ts' mean (research/experiments.md §3.1): the source's
  * events at/after the person's first exposure and the window's start, and with a conversion
  * window W before the last exposure + W and the window's end (exclusive), else up to the end

@@ -1,6 +1,6 @@
 /**
- * Per-person funnel values from ingestion's pre-aggregate `person_event_times` (migration 0017;
- * issue 12 item 2), for persons without merges and steps that person-times.ts
+ * Per-person funnel values from ingestion's pre-aggregate `person_event_times` (migration 0017),
+ * for persons without merges and steps that person-times.ts
  * `readableFromPersonTimes` accepts (a named event other than `$feature_flag_called`, no property
  * filter). Same rules as metric-values.ts' funnel (research/experiments.md §3.3): the exposure is
  * step 0; ordered, step i takes the earliest step-i event at/after step i − 1 (the last step only

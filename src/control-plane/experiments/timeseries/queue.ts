@@ -1,5 +1,5 @@
 /**
- * The timeseries job queue (issue 12 item 5) on pg-boss, a Postgres job queue: E8 enqueues a
+ * The timeseries job queue on pg-boss, a Postgres job queue: E8 enqueues a
  * job per recalculation request, a worker in the control plane runs it (backfill.ts), and jobs
  * live in the same database, so they survive restarts — a control plane that starts and finds
  * pg-boss's schema resumes the work left behind.
