@@ -14,18 +14,35 @@
  * A second signal exits at once (130); the whole stop taking longer than `timeoutMs`
  * (SWITCHYARD_SHUTDOWN_TIMEOUT_SECONDS) exits with 1.
  */
+import { createRequire } from 'node:module';
 
 /** Exit code after a second signal. */
 export const SECOND_SIGNAL_EXIT_CODE = 130;
 /** Exit code when the stop outlasts its timeout. */
 export const SHUTDOWN_TIMEOUT_EXIT_CODE = 1;
 
+/**
+ * Exits at once with `code`, skipping exit handlers, destructors and worker-thread teardown: any
+ * regular exit (`process.exit`, even Node's internal `reallyExit`) with IO threads whose
+ * uWebSockets.js sockets are open aborts the process (SIGABRT) instead. libc `_exit(2)` through
+ * the `koffi` FFI on Linux with glibc (as eval-node/memory/libc.ts loads it), else `process.exit`.
+ */
+export function forceExit(code: number): never {
+  if (process.platform === 'linux') {
+    try {
+      const koffi = createRequire(import.meta.url)('koffi') as { load(path: string): { func(signature: string): (c: number) => void } };
+      koffi.load('libc.so.6').func('void _exit(int status)')(code);
+    } catch { /* no FFI here: the regular exit below */ }
+  }
+  return process.exit(code);
+}
+
 /** Installs the handlers now; resolves with the first signal (a second one exits at once). */
 export function shutdownSignal(): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
     let received = false;
     const handler = (signal: NodeJS.Signals) => {
-      if (received) process.exit(SECOND_SIGNAL_EXIT_CODE);
+      if (received) forceExit(SECOND_SIGNAL_EXIT_CODE);
       received = true;
       resolve(signal);
     };
@@ -62,9 +79,9 @@ export async function onShutdown(stop: () => Promise<void>, log: ShutdownLog,
   if (plan) {
     // Unref'd: it must not keep a process alive that has nothing else left to do.
     const force = setTimeout(() => {
-      if (stopped) process.exit(process.exitCode ?? 0);
+      if (stopped) forceExit(typeof process.exitCode === 'number' ? process.exitCode : 0);
       log.error({ timeout_ms: plan.timeoutMs }, 'stop took longer than SWITCHYARD_SHUTDOWN_TIMEOUT_SECONDS; exiting now');
-      process.exit(SHUTDOWN_TIMEOUT_EXIT_CODE);
+      forceExit(SHUTDOWN_TIMEOUT_EXIT_CODE);
     }, plan.timeoutMs);
     force.unref();
     if (received === 'SIGTERM') {

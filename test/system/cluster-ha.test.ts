@@ -90,7 +90,9 @@ function spawnCli(command: string, env: Record<string, string>): Proc {
 async function startControlPlaneProcess(db: TestDatabase, keys: { personal: string; project: string }, env: Record<string, string> = {}) {
   const proc = spawnCli('control-plane', {
     DATABASE_URL: db.url, SWITCHYARD_API_PORT: '0', SWITCHYARD_GRPC_PORT: '0', SWITCHYARD_DATA_DIR: tempDir(),
-    SWITCHYARD_BOOTSTRAP_PERSONAL_API_KEY: keys.personal, SWITCHYARD_BOOTSTRAP_PROJECT_API_KEY: keys.project, ...env,
+    SWITCHYARD_BOOTSTRAP_PERSONAL_API_KEY: keys.personal, SWITCHYARD_BOOTSTRAP_PROJECT_API_KEY: keys.project,
+    // The load below would pass PostHog's per-key rate limits (429 is not what is measured here).
+    SWITCHYARD_API_BURST_RATE_PER_MINUTE: '0', SWITCHYARD_API_SUSTAINED_RATE_PER_HOUR: '0', ...env,
   });
   const [, api, project] = await proc.line(/management API on (http:\/\/\S+) \(project (\d+)\)/);
   const [, grpcAddress] = await proc.line(/gRPC on (\S+)/);
@@ -254,6 +256,41 @@ test('SIGTERM drains: /_ready 503 draining, no failed request during the drain, 
       assert.equal(failed, 0, `${name}: requests failed during the drain`);
       assert.deepEqual(exit, { code: 0, signal: null }, proc.output());
     }
+  } finally {
+    await cleanup(db);
+  }
+});
+
+test('every IO thread reports draining; a second signal exits 130 at once; a stop past the shutdown timeout exits 1', async () => {
+  let db: TestDatabase | null = null;
+  try {
+    db = await createTestDatabase();
+    const keys = { personal: newPersonalApiKey(), project: newProjectApiKey() };
+    const cp = await startControlPlaneProcess(db, keys, { SWITCHYARD_DRAIN_SECONDS: '30', SWITCHYARD_SHUTDOWN_TIMEOUT_SECONDS: '1' });
+    const node = await startNodeProcess(cp.grpc, { SWITCHYARD_IO_THREADS: '2', SWITCHYARD_DRAIN_SECONDS: '30', SWITCHYARD_SHUTDOWN_TIMEOUT_SECONDS: '60' });
+    await waitFor('node ready', async () => (await get(`${node.url}/_ready`).catch(() => null))?.status === 200, { timeoutMs: 60_000, intervalMs: 100 });
+
+    node.proc.child.kill('SIGTERM');
+    await waitFor('node draining', async () => (await get(`${node.url}/_ready`).catch(() => null))?.status === 503, { timeoutMs: 5_000, intervalMs: 20 });
+    // Each probe on a new connection: the kernel spreads them over both IO threads.
+    for (let i = 0; i < 20; i++) {
+      const r = await get(`${node.url}/_ready`);
+      assert.deepEqual([r.status, r.body.status], [503, 'draining'], `probe ${i}`);
+    }
+    const secondAt = performance.now();
+    node.proc.child.kill('SIGTERM');
+    const second = await node.proc.exited;
+    assert.deepEqual(second, { code: 130, signal: null });
+    assert.ok(performance.now() - secondAt < 5_000);
+
+    const signalledAt = performance.now();
+    cp.proc.child.kill('SIGTERM');
+    const timedOut = await cp.proc.exited;
+    const tookMs = performance.now() - signalledAt;
+    console.log(`control plane with a 30 s drain and a 1 s shutdown timeout exited ${timedOut.code} after ${tookMs.toFixed(0)} ms`);
+    assert.deepEqual(timedOut, { code: 1, signal: null });
+    assert.ok(tookMs < 10_000, `took ${tookMs.toFixed(0)} ms`);
+    assert.match(cp.proc.output(), /SWITCHYARD_SHUTDOWN_TIMEOUT_SECONDS/);
   } finally {
     await cleanup(db);
   }

@@ -49,7 +49,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log.js';
 import { clusterTokenMetadata } from '../../contract/metadata.js';
-import { acceptedProtocols, protocolCompatible, protocolOf, PROTOCOL_VERSION } from '../../contract/protocol.js';
+import { acceptedProtocols, protocolCompatible, protocolOf, PROTOCOL_METADATA_KEY, PROTOCOL_VERSION } from '../../contract/protocol.js';
 import { ClientsByAddress, ControlPlanes } from './control-planes.js';
 import { parseRevision, type ChangeMessage, type WatchEvent, type WatchRequest } from '../../contract/messages.js';
 import { StoreStateError, type StoreChange, type WritableNodeStore } from '../store/lmdb.js';
@@ -402,7 +402,7 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
     });
     call.on('error', (err: grpc.ServiceError) => {
       if (closed || refused) return;
-      if (err.code === grpc.status.FAILED_PRECONDITION && err.metadata?.get('switchyard-protocol').length) {
+      if (err.code === grpc.status.FAILED_PRECONDITION && err.metadata?.get(PROTOCOL_METADATA_KEY).length) {
         refuse(protocolOf(err.metadata), err.details);
         return;
       }
