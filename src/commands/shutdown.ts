@@ -5,9 +5,9 @@
  * starts) is kept rather than killing the process.
  *
  * The sequence after the first signal ({@link onShutdown}):
- * 1. drain (SIGTERM only: what orchestrators and load-balanced deployments send; Ctrl-C in a
- *    terminal, SIGINT, skips it): `/_ready` answers 503 `draining` (node and control plane) while everything keeps
- *    serving, for `drainMs` (SWITCHYARD_DRAIN_SECONDS), so load balancers stop sending here;
+ * 1. drain (SIGTERM only, what orchestrators send; SIGINT, Ctrl-C in a terminal, skips it):
+ *    `/_ready` answers 503 `draining` (node and control plane) while everything keeps serving,
+ *    for `drainMs` (SWITCHYARD_DRAIN_SECONDS), so load balancers stop sending here;
  * 2. stop: listeners close, requests in flight finish, a node ships what it can and flushes its
  *    usage counts (captured events stay in its durable outbox either way), pools end;
  * 3. the command returns 0 and the process exits.
