@@ -38,8 +38,23 @@ export interface Config {
    * HTTP/1.0 and Host-less probes (`SWITCHYARD_PROBE_PORT`; null = off; 0 = any free port).
    */
   readonly probePort: number | null;
-  /** gRPC address (`host:port`) an evaluation node connects to. */
+  /**
+   * gRPC addresses of the control planes an evaluation node connects to
+   * (SWITCHYARD_CONTROL_PLANE): one `host:port`, a comma-separated list of them, or a DNS name
+   * that resolves to several addresses; see {@link controlPlaneAddresses}.
+   */
   readonly controlPlane: string;
+  /**
+   * How long a stopping process keeps serving while reporting not-ready, in seconds
+   * (SWITCHYARD_DRAIN_SECONDS, default 5): the time a load balancer needs to stop sending to it.
+   */
+  readonly drainSeconds: number;
+  /**
+   * Longest a stop may take in all (drain, in-flight requests, last shipping), in seconds
+   * (SWITCHYARD_SHUTDOWN_TIMEOUT_SECONDS, default 30; set it above the drain period, or the drain
+   * is cut short); then the process exits at once (code 1).
+   */
+  readonly shutdownTimeoutSeconds: number;
   /** Shared secret checked on every gRPC call; null means "generate one" for `switchyard start`. */
   readonly clusterToken: string | null;
   /**
@@ -269,6 +284,21 @@ function publicUrl(env: NodeJS.ProcessEnv, name: string): string | null {
 }
 
 /**
+ * One control-plane address: `host:port`, `[ipv6]:port`, optionally behind grpc-js's `dns:`
+ * scheme (`dns:host:port`, `dns:///host:port`, `dns://resolver/host:port`).
+ */
+const CONTROL_PLANE_ADDRESS = /^(?:dns:(?:\/\/[^/\s,]*\/)?)?(?:\[[0-9A-Fa-f:.]+\]|[^\s:,[\]/]+):\d{1,5}$/;
+
+/**
+ * The addresses in a SWITCHYARD_CONTROL_PLANE value, in the order given (comma-separated,
+ * blanks dropped). Each is a gRPC target: a name resolving to several addresses is left to
+ * grpc-js's DNS resolver (pick_first over them).
+ */
+export function controlPlaneAddresses(value: string): string[] {
+  return value.split(',').map((a) => a.trim()).filter((a) => a !== '');
+}
+
+/**
  * Reads and validates the configuration from `env` (default `process.env`).
  * @throws ConfigError naming the first invalid variable.
  */
@@ -280,7 +310,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError('DATABASE_URL', 'expected a postgres:// or postgresql:// URL');
   }
   const controlPlane = str(env, 'SWITCHYARD_CONTROL_PLANE') ?? '127.0.0.1:50051';
-  if (!/^[^\s:]+:\d+$/.test(controlPlane)) throw new ConfigError('SWITCHYARD_CONTROL_PLANE', 'expected host:port');
+  for (const a of controlPlaneAddresses(controlPlane)) {
+    if (!CONTROL_PLANE_ADDRESS.test(a)) throw new ConfigError('SWITCHYARD_CONTROL_PLANE', `expected host:port[,host:port…], got "${a}"`);
+  }
+  if (controlPlaneAddresses(controlPlane).length === 0) throw new ConfigError('SWITCHYARD_CONTROL_PLANE', 'expected host:port[,host:port…]');
   const cfg: Config = {
     databaseUrl,
     embeddedPostgresPort: int(env, 'SWITCHYARD_EMBEDDED_PG_PORT', 54329, 1, 65535),
@@ -291,6 +324,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     flagsPort: int(env, 'SWITCHYARD_FLAGS_PORT', 8010, 0, 65535),
     probePort: str(env, 'SWITCHYARD_PROBE_PORT') === null ? null : int(env, 'SWITCHYARD_PROBE_PORT', 0, 0, 65535),
     controlPlane,
+    drainSeconds: int(env, 'SWITCHYARD_DRAIN_SECONDS', 5, 0, 3_600),
+    shutdownTimeoutSeconds: int(env, 'SWITCHYARD_SHUTDOWN_TIMEOUT_SECONDS', 30, 1, 86_400),
     clusterToken: str(env, 'SWITCHYARD_CLUSTER_TOKEN'),
     apiUrl: publicUrl(env, 'SWITCHYARD_API_URL'),
     evalThreads: int(env, 'SWITCHYARD_EVAL_THREADS', 0, 0, 256),

@@ -11,13 +11,21 @@ import { openDatabase, type DatabaseHandle } from '../control-plane/db/database.
 import { CliError } from './cli-error.js';
 
 /**
+ * `hosts/database` of a Postgres URL, without its credentials; a multi-host URL
+ * (`postgres://u:p@db1:5432,db2:5432/switchyard`) lists every host. WHATWG URL refuses those.
+ */
+export function databaseWhere(url: string): string {
+  const m = /^[a-z]+:\/\/(?:[^@/]*@)?([^/?#]*)(\/[^?#]*)?/i.exec(url);
+  return `${m?.[1] || 'localhost:5432'}${m?.[2] ?? ''}`;
+}
+
+/**
  * Opens the server's database for an administrative command.
  * @throws CliError (exit 2) when there is no DATABASE_URL and no cluster in the data dir.
  */
 export async function openAdminDatabase(config: Config): Promise<DatabaseHandle> {
   if (config.databaseUrl) {
-    const u = new URL(config.databaseUrl);
-    process.stderr.write(`switchyard: using DATABASE_URL (${u.hostname}:${u.port || 5432}${u.pathname})\n`);
+    process.stderr.write(`switchyard: using DATABASE_URL (${databaseWhere(config.databaseUrl)})\n`);
     return openDatabase(config);
   }
   const cluster = path.join(config.dataDir, 'postgres');

@@ -7,8 +7,9 @@
  * embedded cluster) and runs the services (control plane and node) in a child process
  * (`start --services`, with DATABASE_URL pointing at that database). A segfault or SIGKILL of
  * the services kills only the child; the supervisor then logs it at error level, stops Postgres
- * and exits 1. Ctrl-C (SIGINT or SIGTERM to the supervisor) stops the services cleanly, node
- * first, then Postgres, and exits 0. The child runs in its own process group, so a terminal's
+ * and exits 1. Ctrl-C (SIGINT or SIGTERM to the supervisor, passed on to the services: SIGTERM
+ * drains them first, docs/operations.md) stops the services cleanly, node first, then Postgres,
+ * and exits 0. The child runs in its own process group, so a terminal's
  * Ctrl-C reaches it once, through the supervisor.
  *
  * If the supervisor itself is killed (SIGKILL), the services go with it at once, as they did
@@ -28,7 +29,7 @@ import { startControlPlane, type ControlPlane } from '../control-plane/index.js'
 import { startNodeService, type NodeService } from '../eval-node/service.js';
 import { resolveClusterToken } from './cluster-token.js';
 import { printBootstrap } from './print-bootstrap.js';
-import { onShutdown, shutdownSignal } from './shutdown.js';
+import { drainPlan, onShutdown, shutdownSignal } from './shutdown.js';
 
 /** The argument that makes `start` the services child. */
 export const SERVICES_ARG = '--services';
@@ -71,7 +72,7 @@ async function supervise(): Promise<number> {
   void signal.then((received) => {
     stopping = true;
     log.info(`${received} received, stopping`);
-    child.kill('SIGTERM');
+    child.kill(received); // SIGTERM drains the services first (shutdown.ts), SIGINT does not
   });
   const end = await exited;
   const died = !stopping && (end.code !== 0 || end.signal !== null);
@@ -115,7 +116,7 @@ async function runServices(): Promise<number> {
   printBootstrap(cp.bootstrap, cp.http.url);
   process.stdout.write(`Evaluation node (/flags, /flags/definitions, capture) on ${node.http.url}\n`
     + `gRPC on ${config.host}:${cp.grpc!.port}; add a node with SWITCHYARD_CLUSTER_TOKEN from ${path.join(config.dataDir, 'cluster-token')}\n`);
-  await onShutdown(stop, log, signal);
+  await onShutdown(stop, log, signal, drainPlan(config, () => { node?.drain(); cp?.drain(); }));
   process.removeAllListeners('disconnect');
   return 0;
 }

@@ -5,6 +5,13 @@
  * periodic quota refresh (a new month lifts limits) and, with SWITCHYARD_EVENTS_RETENTION_DAYS,
  * the hourly drop of expired event partitions. Person scans (blast radius, cohort calculation, …)
  * run in the scan pool's worker threads (scan-pool/).
+ *
+ * Several control planes may run on one database: they meet only in Postgres (the change log
+ * with LISTEN/NOTIFY, pg-boss's job tables). `DATABASE_URL` may name several hosts with
+ * `target_session_attrs=read-write` (db/connect.ts) so a promoted replica is found again.
+ * Stopping: drain() turns `/_ready` to 503 `draining` while everything keeps serving; close()
+ * then lets HTTP requests in flight finish, ends the Watch streams (nodes move to another control
+ * plane at once), stops the job queue and the pools.
  */
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
@@ -38,6 +45,8 @@ export interface ControlPlane {
   /** null when no cluster token is configured (management API only). */
   grpc: GrpcServer | null;
   bootstrap: BootstrapResult;
+  /** Starts draining: `/_ready` answers 503 `draining`; everything else keeps serving until close(). */
+  drain(): void;
   close(): Promise<void>;
 }
 
@@ -68,11 +77,13 @@ export async function startControlPlane(config: Config, log: Logger, databaseUrl
     started.push(scans);
     registerScanPool(sql, scans);
     const deps = { sql, config, log: log.child({ component: 'control-plane' }), jobs };
-    const grpc = config.clusterToken === null ? null : await startGrpcServer({ sql, config, log });
+    const grpc = config.clusterToken === null ? null : await startGrpcServer({ sql, config, log, databaseUrl });
     if (grpc) started.push(grpc);
     else log.warn('SWITCHYARD_CLUSTER_TOKEN is not set: gRPC is off and no evaluation node can connect');
+    let draining = false;
     const http = await startHttpServer(deps, allRoutes(deps, queries), {
       ready: async () => { await sql`SELECT 1`; return true; },
+      draining: () => draining,
       metrics: async () => {
         const [row] = await sql<{ r: number | null }[]>`SELECT max(revision) AS r FROM change_log`;
         const [dead] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM dead_letter_events`;
@@ -101,6 +112,7 @@ export async function startControlPlane(config: Config, log: Logger, databaseUrl
     let closing: Promise<void> | null = null;
     return {
       sql, queries, http, grpc, bootstrap: boot,
+      drain() { draining = true; },
       close() {
         closing ??= (async () => {
           clearInterval(quotaTimer);

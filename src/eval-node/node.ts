@@ -13,6 +13,7 @@ import type { WritableNodeStore } from './store/lmdb.js';
 import { openCheckedStore } from './store/recover.js';
 import { startWatchClient, type WatchClient, type WatchClientOptions } from './sync/client.js';
 import { installSnapshotImage } from './sync/image.js';
+import { ControlPlanes } from './sync/control-planes.js';
 
 /** Location of the node's LMDB environment inside the data dir. */
 export function nodeStorePath(config: Config): string {
@@ -23,6 +24,8 @@ export function nodeStorePath(config: Config): string {
 export interface EvalNode {
   /** Identity sent to the control plane (logs, usage reports). */
   nodeId: string;
+  /** The control-plane addresses and the current one, shared by every gRPC user of the node (sync/control-planes.ts). */
+  planes: ControlPlanes;
   /** The node's store: read by the HTTP layer before, during and after sync, written by the Watch client. */
   store: WritableNodeStore;
   /** The Watch client: `sync.state()` for `/_ready` (with store.hasCompleteSnapshot()) and `/metrics`. */
@@ -38,12 +41,12 @@ export interface EvalNode {
 /** Options of {@link startEvalNode}: node identity and sync tunables (tests shorten backoff). */
 export interface EvalNodeOptions {
   nodeId?: string;
-  sync?: Partial<Pick<WatchClientOptions, 'backoff' | 'idleTimeoutMs'>>;
+  sync?: Partial<Pick<WatchClientOptions, 'backoff' | 'idleTimeoutMs' | 'protocolVersion'>>;
 }
 
 /**
  * Opens the store (moving a damaged or outdated one aside: store/recover.ts) and starts syncing
- * from `config.controlPlane`; resolves as soon as the store is open (it does not wait for the
+ * from `config.controlPlane` (one address or several: sync/control-planes.ts); resolves as soon as the store is open (it does not wait for the
  * control plane for a store it has). A node with no store first installs the control plane's
  * snapshot image when config.snapshotImage (sync/image.ts; without one it takes a Watch snapshot).
  * @throws when config.clusterToken is null, or the store cannot be opened.
@@ -53,8 +56,9 @@ export async function startEvalNode(config: Config, log: Logger, opts: EvalNodeO
   const nlog = log.child({ component: 'eval-node' });
   const dir = nodeStorePath(config);
   const nodeId = opts.nodeId ?? `${os.hostname()}:${process.pid}`;
+  const planes = new ControlPlanes(config.controlPlane);
   const image = config.snapshotImage && !fs.existsSync(path.join(dir, 'data.mdb'))
-    ? await installSnapshotImage({ controlPlane: config.controlPlane, clusterToken: config.clusterToken, nodeId, dir, log })
+    ? await installSnapshotImage({ controlPlane: planes, clusterToken: config.clusterToken, nodeId, dir, log })
     : null;
   let storeMovedAside = 0;
   const store = await openCheckedStore(dir, nlog, config.lmdbMapSize, {
@@ -62,7 +66,7 @@ export async function startEvalNode(config: Config, log: Logger, opts: EvalNodeO
   });
   nlog.info({ revision: store.revision(), complete_snapshot: store.hasCompleteSnapshot(), path: dir, from_image: image !== null }, 'node store open');
   const sync = startWatchClient(store, {
-    controlPlane: config.controlPlane,
+    controlPlane: planes,
     clusterToken: config.clusterToken,
     nodeId,
     ...opts.sync,
@@ -70,6 +74,7 @@ export async function startEvalNode(config: Config, log: Logger, opts: EvalNodeO
   let closing: Promise<void> | null = null;
   return {
     nodeId,
+    planes,
     store,
     sync,
     storeMovedAside,

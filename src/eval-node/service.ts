@@ -8,15 +8,21 @@
  * every copy moved aside are recovered into the live outbox while the node runs
  * (capture/outbox-recovery.ts).
  *
- * Stop order: HTTP first (no new requests), then outbox recovery and capture (stored events stay
- * in the outbox for the next start), the last usage report, then sync and store.
+ * Every gRPC user (Watch, Ingest, usage) follows the node's one {@link EvalNode.planes}: when
+ * one of them finds the current control plane gone, all move to the next address.
+ *
+ * Stopping: {@link NodeService.drain} first turns `/_ready` to 503 `draining` and keeps serving
+ * (a load balancer stops sending meanwhile); close() then stops HTTP (no new connections;
+ * requests in flight finish), outbox recovery and capture (stored events stay in the outbox for
+ * the next start), the last usage report, then sync and store.
  */
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import { switchyardService } from '../contract/loader.js';
 import { clusterTokenMetadata } from '../contract/metadata.js';
+import { ClientsByAddress } from './sync/control-planes.js';
+import { markDraining } from './http/probes.js';
 import { nodeStorePath, startEvalNode, type EvalNode } from './node.js';
 import { startIoThreads } from './http/io-threads.js';
 import { startNodeHttp, type NodeHttp } from './http/server.js';
@@ -41,6 +47,11 @@ export interface NodeService {
   capture: CaptureService;
   /** Hands back the memory bulk work left behind (memory/release.ts). */
   memory: MemoryRelease;
+  /**
+   * Starts draining: `/_ready` answers 503 `draining` in every IO thread (the probe listener too)
+   * while everything else keeps serving; close() stops. Process-wide (a stopping process drains).
+   */
+  drain(): void;
   close(): Promise<void>;
 }
 
@@ -51,9 +62,17 @@ export interface NodeService {
  */
 export async function startNodeService(config: Config, log: Logger): Promise<NodeService> {
   const node = await startEvalNode(config, log);
-  const Service = switchyardService();
-  const ingestClient = new Service(config.controlPlane, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
-    Ingest(md: grpc.Metadata): IngestClientCall;
+  const ingestClients = new ClientsByAddress(node.planes);
+  const ingestClient = { close: () => ingestClients.close() };
+  /** Opens an Ingest stream to the current control plane; one that is gone or silent is reported failed. */
+  const openIngest = (): IngestClientCall => {
+    const { address, client } = ingestClients.get();
+    const call = (client.Ingest as unknown as (md: grpc.Metadata) => IngestClientCall).call(client, clusterTokenMetadata(config.clusterToken!));
+    call.on('error', (err: grpc.ServiceError) => {
+      // CANCELLED: the shipper gave up waiting for an ack (or is stopping).
+      if (err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.CANCELLED || err.code === grpc.status.DEADLINE_EXCEEDED) ingestClients.failed(address);
+    });
+    return call;
   };
   let capture: CaptureService;
   let http: NodeHttp;
@@ -65,7 +84,7 @@ export async function startNodeService(config: Config, log: Logger): Promise<Nod
       config, log,
       projectIdForToken: (token) => node.store.projectByToken(token)?.id ?? null,
       ready: () => node.store.hasCompleteSnapshot(),
-      openStream: () => ingestClient.Ingest(clusterTokenMetadata(config.clusterToken!)),
+      openStream: openIngest,
     });
     const live = capture;
     recovery = startOutboxRecovery({
@@ -92,7 +111,7 @@ export async function startNodeService(config: Config, log: Logger): Promise<Nod
     throw e;
   }
   const usage = startUsageReporter({
-    controlPlane: config.controlPlane, clusterToken: config.clusterToken!, nodeId: node.nodeId, take: () => http.usage.takeUsage(),
+    controlPlane: node.planes, clusterToken: config.clusterToken!, nodeId: node.nodeId, take: () => http.usage.takeUsage(),
   }, log);
   const release = startMemoryRelease({
     files: [path.join(nodeStorePath(config), 'data.mdb'), path.join(captureOutboxPath(config), 'data.mdb')].map((f) => path.resolve(f)),
@@ -125,6 +144,7 @@ export async function startNodeService(config: Config, log: Logger): Promise<Nod
     http,
     capture,
     memory: release,
+    drain: markDraining,
     close() {
       closing ??= (async () => {
         release.close();

@@ -10,12 +10,22 @@
  * subscribers; streams at or near the head are served from that window, so N nodes cost one
  * query per change, not N. A stream further behind than the window reads Postgres directly.
  *
+ * Losing the database (a failover to a promoted replica, db/connect.ts): postgres.js re-issues
+ * LISTEN when its listening connection closes, but gives up silently when that attempt fails
+ * (the servers were still down). So the feed LISTENs on a connection of its own when given a
+ * pool for it (`listenPool`; the control plane does, listen.ts), whose loss it learns at once, and
+ * re-subscribes itself: after the LISTEN connection closed or a read failed, it reads every
+ * {@link RECOVERY_RETRY_MS} and, on the first read that succeeds, LISTENs afresh and reads again
+ * (catching up from the last revision it saw: nothing is missed); and whenever a poll finds
+ * changes no notification announced, it LISTENs afresh too.
+ *
  * Window invariant: it holds every committed change with `windowStart < revision <= head`
  * (revisions become visible in order, change-log/store.ts), so a read "after r" with
  * r >= windowStart is answered exactly from memory.
  */
 import type { Sql } from '../db/connect.js';
 import type { Logger } from '../../log.js';
+import { listenDedicated, listenShared, type ListenPoolFactory } from './listen.js';
 import { CHANGE_LOG_CHANNEL, currentRevision, readChangesAfter, READ_MAX_BYTES, type ChangeRow } from '../change-log/store.js';
 
 /** Safety-net poll of the log, in milliseconds. */
@@ -24,6 +34,8 @@ export const POLL_INTERVAL_MS = 5_000;
 export const RECENT_WINDOW = 10_000;
 /** Most payload bytes (JSON text) the window keeps, however few rows that is. */
 export const RECENT_WINDOW_BYTES = 64 * 1024 * 1024;
+/** Retry period of the read while the database cannot be read, in milliseconds. */
+export const RECOVERY_RETRY_MS = 250;
 /** Rows per query when the feed reads new changes. */
 export const FEED_PAGE_SIZE = 1_000;
 
@@ -51,12 +63,21 @@ function firstAfter(rows: readonly ChangeRow[], after: number): number {
   return lo;
 }
 
+/** Options of {@link startChangeFeed}. */
+export interface ChangeFeedOptions {
+  /**
+   * Opens a one-connection pool for LISTEN (listen.ts `listenDedicated`), ended and opened again
+   * to re-subscribe; without it the feed LISTENs on `sql` (listen.ts `listenShared`).
+   */
+  listenPool?: ListenPoolFactory;
+}
+
 /**
  * Starts listening on `sql` (the `postgres` package keeps one dedicated connection for all
  * LISTENs and re-listens after reconnecting; each re-listen triggers a read too).
  * @throws when the first LISTEN or the first head read fails.
  */
-export async function startChangeFeed(sql: Sql, log: Logger): Promise<ChangeFeed> {
+export async function startChangeFeed(sql: Sql, log: Logger, opts: ChangeFeedOptions = {}): Promise<ChangeFeed> {
   const subscribers = new Set<(latest: number) => void>();
   let closed = false;
   let head = await currentRevision(sql);
@@ -68,15 +89,21 @@ export async function startChangeFeed(sql: Sql, log: Logger): Promise<ChangeFeed
   // Single-flight reader: a wake-up during a read schedules exactly one more read.
   let pumping: Promise<void> | null = null;
   let again = false;
-  const pump = (): void => {
+  /** The last read failed (the database is unreachable): LISTEN afresh once a read succeeds. */
+  let broken = false;
+  let retry: NodeJS.Timeout | null = null;
+  /** `fromPoll`: woken by the safety-net poll, so rows it finds were not announced. */
+  const pump = (fromPoll = false): void => {
     if (closed) return;
     if (pumping) { again = true; return; }
     pumping = (async () => {
+      let found = false;
       do {
         again = false;
         for (;;) {
           const rows = await readChangesAfter(sql, head, FEED_PAGE_SIZE);
           if (rows.length === 0) break;
+          found = true;
           window.push(...rows);
           head = rows[rows.length - 1]!.revision;
           for (const r of rows) windowBytes += r.bytes;
@@ -94,13 +121,43 @@ export async function startChangeFeed(sql: Sql, log: Logger): Promise<ChangeFeed
           if (rows.length < FEED_PAGE_SIZE) break;
         }
       } while (again && !closed);
+      if (broken) {
+        broken = false;
+        log.info('change log readable again; listening afresh');
+        relisten();
+      } else if (fromPoll && found) {
+        log.warn('the poll found changes no notification announced; listening afresh');
+        relisten();
+      }
     })().catch((err: unknown) => {
-      if (!closed) log.warn({ err }, 'change-log read failed; retrying on the next wake-up');
+      if (closed) return;
+      if (!broken) log.warn({ err }, 'change-log read failed; retrying');
+      broken = true;
+      retry ??= setTimeout(() => { retry = null; pump(); }, RECOVERY_RETRY_MS);
     }).finally(() => { pumping = null; });
   };
 
-  const listener = await sql.listen(CHANGE_LOG_CHANNEL, pump, pump);
-  const poll = setInterval(pump, POLL_INTERVAL_MS);
+  const lost = (): void => {
+    if (closed) return;
+    log.warn('the change-log LISTEN connection closed; reading until the database answers, then listening afresh');
+    broken = true;
+    retry ??= setTimeout(() => { retry = null; pump(); }, RECOVERY_RETRY_MS);
+  };
+  const events = { notify: () => pump(), lost };
+  const subscription = opts.listenPool
+    ? await listenDedicated(opts.listenPool, CHANGE_LOG_CHANNEL, events)
+    : await listenShared(sql, CHANGE_LOG_CHANNEL, events);
+  /** Drops the subscription and LISTENs again (see the module doc); a failure leaves `broken` set to try again. */
+  let relistening: Promise<void> | null = null;
+  const relisten = (): void => {
+    relistening ??= subscription.renew().then(() => pump(), (err: unknown) => {
+      if (closed) return;
+      log.warn({ err }, 'LISTEN failed; retrying');
+      broken = true;
+      retry ??= setTimeout(() => { retry = null; pump(); }, RECOVERY_RETRY_MS);
+    }).finally(() => { relistening = null; });
+  };
+  const poll = setInterval(() => pump(true), POLL_INTERVAL_MS);
   poll.unref();
   pump();
 
@@ -123,8 +180,10 @@ export async function startChangeFeed(sql: Sql, log: Logger): Promise<ChangeFeed
     async close() {
       closed = true;
       clearInterval(poll);
+      if (retry) clearTimeout(retry);
+      await relistening;
       subscribers.clear();
-      await listener.unlisten().catch(() => {});
+      await subscription.close();
       await pumping;
     },
   };

@@ -10,11 +10,13 @@
  * The server also compacts and prunes the change log every {@link PRUNE_INTERVAL_MS} (change-log/retention.ts;
  * safe on every replica at once), since the log it serves is what needs the retention.
  *
+ * Every call passes the protocol-version gate first (protocol.ts; contract/protocol.ts).
+ *
  * Keep-alive: HTTP/2 pings every {@link KEEPALIVE_TIME_MS}, connection dropped when one is not
  * answered within {@link KEEPALIVE_TIMEOUT_MS}; on top of that Watch sends Heartbeat events.
  */
 import * as grpc from '@grpc/grpc-js';
-import type { Sql } from '../db/connect.js';
+import { APPLICATION_NAME, connect, type Sql } from '../db/connect.js';
 import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
 import { switchyardService } from '../../contract/loader.js';
@@ -26,7 +28,11 @@ import { createReportUsageHandler } from './usage.js';
 import { compactChangeLog, pruneChangeLog } from '../change-log/retention.js';
 import { imageConfig, startImageReplica, type ImageReplica } from '../snapshot-image/replica.js';
 import { createSnapshotImageHandler } from '../snapshot-image/serve.js';
+import { PROTOCOL_VERSION } from '../../contract/protocol.js';
+import { withProtocolGate } from './protocol.js';
 
+/** `application_name` of the change feed's LISTEN connection. */
+export const LISTEN_APPLICATION_NAME = `${APPLICATION_NAME}-listen`;
 /** Interval between HTTP/2 keep-alive pings on idle connections, in milliseconds. */
 export const KEEPALIVE_TIME_MS = 30_000;
 /** How long a keep-alive ping may go unanswered before the connection is closed, in milliseconds. */
@@ -36,8 +42,15 @@ export const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 /** Grace period for in-flight calls on close before they are cancelled, in milliseconds. */
 export const SHUTDOWN_GRACE_MS = 2_000;
 
-/** Dependencies of {@link startGrpcServer}; `watch` overrides Watch tunables (tests). */
-export interface GrpcServerDeps { sql: Sql; config: Config; log: Logger; watch?: Partial<WatchOptions> }
+/**
+ * Dependencies of {@link startGrpcServer}; `watch` overrides Watch tunables (tests),
+ * `protocolVersion` the version this server speaks (default PROTOCOL_VERSION; tests of version skew),
+ * `databaseUrl` where the change feed opens its own LISTEN connection (change-feed.ts; without it
+ * it LISTENs on `sql`).
+ */
+export interface GrpcServerDeps {
+  sql: Sql; config: Config; log: Logger; watch?: Partial<WatchOptions>; protocolVersion?: number; databaseUrl?: string;
+}
 
 /** A running gRPC server. */
 export interface GrpcServer {
@@ -59,16 +72,19 @@ export async function startGrpcServer(deps: GrpcServerDeps): Promise<GrpcServer>
   const token = config.clusterToken;
   if (token === null) throw new Error('SWITCHYARD_CLUSTER_TOKEN is required to serve gRPC');
 
-  const feed = await startChangeFeed(sql, log);
+  const url = deps.databaseUrl;
+  const feed = await startChangeFeed(sql, log, url === undefined ? {} : {
+    listenPool: (handlers) => connect(url, { max: 1, applicationName: LISTEN_APPLICATION_NAME, ...handlers }),
+  });
   const watch = createWatchHandler({ sql, feed, log, clusterToken: token, options: deps.watch });
 
   let replica: ImageReplica | null = null;
-  const handlers: grpc.UntypedServiceImplementation = {
+  const handlers: grpc.UntypedServiceImplementation = withProtocolGate({
     Watch: watch.handler as grpc.UntypedHandleCall,
     SnapshotImage: createSnapshotImageHandler({ replica: () => replica, clusterToken: token, log, tmpDir: config.dataDir }) as grpc.UntypedHandleCall,
     Ingest: createIngestHandler({ sql, log, authorize: (md) => hasClusterToken(md, token) }) as grpc.UntypedHandleCall,
     ReportUsage: createReportUsageHandler({ sql, log, clusterToken: token }) as grpc.UntypedHandleCall,
-  };
+  }, deps.protocolVersion ?? PROTOCOL_VERSION, log);
 
   const server = new grpc.Server({
     'grpc.keepalive_time_ms': KEEPALIVE_TIME_MS,

@@ -37,12 +37,15 @@ export interface RunningHttp {
   port: number;
   /** Base URL, e.g. `http://127.0.0.1:8000`. */
   url: string;
+  /** Stops accepting, lets requests in flight finish (new ones on open connections answer 503), then closes every connection. */
   close(): Promise<void>;
 }
 
 /** Unauthenticated probes every process exposes (DESIGN.md "Processes"). */
 export interface Probes {
   ready(): Promise<boolean>;
+  /** True while the process drains before stopping: `/_ready` answers 503 `draining` (docs/operations.md). */
+  draining?(): boolean;
   /** Extra Prometheus text appended after the request metrics (e.g. the change-log head). */
   metrics(): Promise<string>;
 }
@@ -116,6 +119,16 @@ export async function startHttpServer(deps: Deps, routes: readonly Route[], prob
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) if (!reply.hasHeader(k)) reply.header(k, v);
     return payload;
   });
+  // Requests in flight, so close() lets them finish before fastify destroys the connections.
+  let inFlight = 0;
+  app.addHook('onRequest', async (_req, reply) => {
+    inFlight++;
+    reply.raw.once('close', () => { inFlight--; });
+  });
+  app.addHook('preClose', async () => {
+    // Fastify answers new requests 503 from here on; the ones already running finish.
+    while (inFlight > 0) await new Promise((r) => setTimeout(r, 10));
+  });
   app.addHook('onResponse', async (req, reply) => {
     metrics.observe(req.routeOptions.config.pattern ?? 'unmatched', req.method, reply.statusCode, reply.elapsedTime / 1000);
   });
@@ -126,7 +139,7 @@ export async function startHttpServer(deps: Deps, routes: readonly Route[], prob
     feedPerMinute: deps.config.definitionsRatePerMinute,
   });
   await registerOpenApi(app, API_VERSION);
-  addProbeRoutes(app, { ready: probes.ready, metrics: async () => (await metrics.render()) + await probes.metrics() });
+  addProbeRoutes(app, { ready: probes.ready, draining: probes.draining, metrics: async () => (await metrics.render()) + await probes.metrics() });
   addSchemaRoute(app);
   for (const route of routes) addRoute(app, deps, route, throttle, authFailures, () => origin);
   for (const m of notAllowed) {
@@ -210,6 +223,7 @@ function addProbeRoutes(app: FastifyInstance, probes: Probes): void {
   const hidden = { schema: { hide: true } as object, config: { noBody: true } };
   app.get('/_health', hidden, async (_req, reply) => reply.type('application/json').send('{"status":"ok"}'));
   app.get('/_ready', hidden, async (_req, reply) => {
+    if (probes.draining?.()) return reply.code(503).type('application/json').send('{"ready":false,"status":"draining"}');
     const ok = await probes.ready().catch(() => false);
     return reply.code(ok ? 200 : 503).type('application/json').send(JSON.stringify({ ready: ok }));
   });

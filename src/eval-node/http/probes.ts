@@ -6,7 +6,14 @@
  * Prometheus text of metrics.ts plus the store's read errors. The answers are built by
  * `healthProbe`/`readyProbe`/`metricsProbe` so the node:http probe listener (probe-server.ts)
  * serves the same ones.
+ *
+ * A stopping process drains (docs/operations.md "Stopping and upgrading"): after
+ * {@link markDraining}, `/_ready` answers 503 `draining` whatever the store, while every other
+ * route keeps serving. The flag lives in one SharedArrayBuffer made by the main thread when this
+ * module loads and handed to every worker thread it starts later through worker_threads'
+ * environment data (shared, not copied), so every IO thread sees the main thread's mark.
  */
+import { getEnvironmentData, isMainThread, setEnvironmentData } from 'node:worker_threads';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { NodeHttpContext, ProbeAnswer } from './context.js';
 import { Exchange } from './reply.js';
@@ -18,11 +25,35 @@ export function healthProbe(): ProbeAnswer {
   return { status: 200, body: '{"status":"ok"}', contentType: 'application/json' };
 }
 
-/** `/_ready`: 200 `ready`, else 503 `waiting_for_snapshot` or `store_damaged`; with the store's revision. */
+/** worker_threads environment-data key of the draining flag. */
+const DRAINING_KEY = 'switchyard.node.draining';
+
+/** The process-wide draining flag (one Int32: 0 serving, 1 draining); see the module doc. */
+const drainingFlag: Int32Array = (() => {
+  let buf = getEnvironmentData(DRAINING_KEY) as SharedArrayBuffer | undefined;
+  if (!(buf instanceof SharedArrayBuffer)) {
+    buf = new SharedArrayBuffer(4);
+    if (isMainThread) setEnvironmentData(DRAINING_KEY, buf);
+  }
+  return new Int32Array(buf);
+})();
+
+/** Marks this process as draining: `/_ready` answers 503 `draining` from now on, in every thread. */
+export function markDraining(): void {
+  Atomics.store(drainingFlag, 0, 1);
+}
+
+/** True once {@link markDraining} was called in this process. */
+export function isDraining(): boolean {
+  return Atomics.load(drainingFlag, 0) === 1;
+}
+
+/** `/_ready`: 200 `ready`, else 503 `draining`, `waiting_for_snapshot` or `store_damaged`; with the store's revision. */
 export function readyProbe(ctx: NodeHttpContext): ProbeAnswer {
   let status = 'waiting_for_snapshot';
   try {
-    if (ctx.store.readErrors() > 0) status = 'store_damaged';
+    if (isDraining()) status = 'draining';
+    else if (ctx.store.readErrors() > 0) status = 'store_damaged';
     else if (ctx.store.hasCompleteSnapshot()) status = 'ready';
   } catch { status = 'store_damaged'; }
   return { status: status === 'ready' ? 200 : 503, body: JSON.stringify({ status, revision: safeRevision(ctx) }), contentType: 'application/json' };

@@ -93,7 +93,7 @@ export interface NodeHttp {
   mode: 'inline' | 'pool';
   /** Runs a full GC in every IO thread (http/io-threads.ts; absent when serving on the main thread). */
   collectGarbage?(): Promise<void>;
-  /** Stops listening, stops the pool and unsubscribes from the store. Open keep-alive connections end at uWS's idle timeout. */
+  /** Stops listening, closes open connections, stops the pool and unsubscribes from the store. */
   close(): Promise<void>;
 }
 
@@ -196,9 +196,10 @@ export async function startNodeHttp(opts: NodeHttpOptions): Promise<NodeHttp> {
       if (closed) return;
       closed = true;
       uWS.us_listen_socket_close(listenSocket);
-      // An IO thread ends after this: its open connections must go too (a worker thread that
-      // stops with uWS sockets open aborts the process).
-      if (opts.ioThread) (app as unknown as { close(): void }).close(); // present in uWS.js 20.30, missing from its typings
+      // Open connections go too: an IO thread must not end with uWS sockets open (that aborts the
+      // process), and a stopping process has drained first (docs/operations.md), so its keep-alive
+      // connections would otherwise hold it up to uWS's idle timeout.
+      (app as unknown as { close(): void }).close(); // present in uWS.js 20.30, missing from its typings
       await probes?.close();
       unsubscribe();
       await evaluator.close();

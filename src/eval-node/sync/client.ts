@@ -31,11 +31,26 @@
  * could not apply used to reconnect at once, forever). The control plane's revision is noted
  * on receipt, so lag is truthful even while applying fails. The store stays readable throughout. Statuses are kept in `state().lastError` (UNAUTHENTICATED for a
  * wrong cluster token: nothing is applied, retries continue at the capped delay).
+ *
+ * Several control planes (control-planes.ts): each stream goes to the current address; every
+ * stream end moves the node on to the next address. A stream that had been serving for at least
+ * {@link FAILOVER_MIN_STREAM_MS} and ended for a reason that is not ours (the control plane died
+ * or stopped) is followed by an immediate attempt at the next address, without backoff: the node
+ * is watching again within a connection set-up (DESIGN.md "Scale and the cluster": within 2 s);
+ * the backoff applies from the second failed attempt on, and the minimum stream age keeps two
+ * control planes that each end streams at once from being retried in a tight loop.
+ *
+ * Protocol version (contract/protocol.ts): the node sends its version with every call and reads
+ * the control plane's from the response headers before any event; a control plane more than one
+ * version away (or one that refuses this node's version: FAILED_PRECONDITION with its version in
+ * the trailers) is logged at error level, its stream is cancelled before anything is applied, and
+ * the node keeps serving what its store holds while it retries (`state().protocolRefused`).
  */
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log.js';
-import { switchyardService } from '../../contract/loader.js';
 import { clusterTokenMetadata } from '../../contract/metadata.js';
+import { acceptedProtocols, protocolCompatible, protocolOf, PROTOCOL_METADATA_KEY, PROTOCOL_VERSION } from '../../contract/protocol.js';
+import { ClientsByAddress, ControlPlanes } from './control-planes.js';
 import { parseRevision, type ChangeMessage, type WatchEvent, type WatchRequest } from '../../contract/messages.js';
 import { StoreStateError, type StoreChange, type WritableNodeStore } from '../store/lmdb.js';
 import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
@@ -54,6 +69,8 @@ export const MAX_BATCH_CHANGES = 5_000;
 export const HEALTHY_STREAM_MS = 60_000;
 /** Largest Watch message accepted, in bytes (grpc-js default is 4 MiB). */
 export const MAX_RECEIVE_MESSAGE_BYTES = 64 * 1024 * 1024;
+/** A stream serving at least this long before it ended is followed by an immediate attempt at the next control plane, in ms. */
+export const FAILOVER_MIN_STREAM_MS = 1_000;
 /** HTTP/2 keep-alive ping interval on the channel, in ms. */
 export const CLIENT_KEEPALIVE_TIME_MS = 30_000;
 /** Unanswered-ping timeout on the channel, in ms. */
@@ -61,8 +78,11 @@ export const CLIENT_KEEPALIVE_TIMEOUT_MS = 10_000;
 
 /** Options of {@link startWatchClient}. */
 export interface WatchClientOptions {
-  /** Control-plane gRPC address, `host:port`. */
-  controlPlane: string;
+  /**
+   * Control-plane gRPC addresses (a SWITCHYARD_CONTROL_PLANE value), or the node's shared
+   * {@link ControlPlanes} so every gRPC user moves together.
+   */
+  controlPlane: string | ControlPlanes;
   /** Cluster token sent as `authorization: Bearer …`. */
   clusterToken: string;
   /** Identity in the control plane's logs. */
@@ -71,6 +91,8 @@ export interface WatchClientOptions {
   backoff?: Partial<BackoffPolicy>;
   /** Idle timeout override, in ms. */
   idleTimeoutMs?: number;
+  /** Protocol version this client speaks (default PROTOCOL_VERSION; tests of version skew). */
+  protocolVersion?: number;
 }
 
 /** A running Watch client. */
@@ -86,8 +108,8 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
   const log = parentLog.child({ component: 'sync' });
   const policy: BackoffPolicy = { ...DEFAULT_BACKOFF, ...opts.backoff };
   const idleTimeoutMs = opts.idleTimeoutMs ?? WATCH_IDLE_TIMEOUT_MS;
-  const Service = switchyardService();
-  const client = new Service(opts.controlPlane, grpc.credentials.createInsecure(), {
+  const planes = typeof opts.controlPlane === 'string' ? new ControlPlanes(opts.controlPlane) : opts.controlPlane;
+  const clients = new ClientsByAddress(planes, {
     'grpc.keepalive_time_ms': CLIENT_KEEPALIVE_TIME_MS,
     'grpc.keepalive_timeout_ms': CLIENT_KEEPALIVE_TIMEOUT_MS,
     'grpc.keepalive_permit_without_calls': 1,
@@ -97,12 +119,13 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
     // Change batches are capped at ~1 MiB by the server; one entity may be larger.
     'grpc.max_receive_message_length': MAX_RECEIVE_MESSAGE_BYTES,
   });
-  const metadata = clusterTokenMetadata(opts.clusterToken);
+  const protocolVersion = opts.protocolVersion ?? PROTOCOL_VERSION;
+  const metadata = clusterTokenMetadata(opts.clusterToken, protocolVersion);
 
   const st: SyncState = {
     connected: false, revision: store.revision(), controlPlaneRevision: 0, lag: 0, lastChangeAtMs: null,
     snapshotting: false, snapshotStaged: 0, snapshotsApplied: 0, snapshotsResumed: 0, streamsOpened: 0, lastError: null,
-    skippedChanges: 0, lastSkippedRevision: 0,
+    skippedChanges: 0, lastSkippedRevision: 0, controlPlane: null, failovers: 0, protocolRefused: null,
   };
   let closed = false;
   let current: grpc.ClientReadableStream<WatchEvent> | null = null;
@@ -183,9 +206,18 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
     if (cursor !== undefined) await store.stageSnapshot([], cursor);
   };
 
-  /** Runs one stream to its end; resolves whether it made progress (see the module doc). */
-  const runStream = (): Promise<boolean> => new Promise<boolean>((resolve) => {
+  /**
+   * Runs one stream to its end; resolves whether it made progress and whether the next attempt
+   * goes at once to the next control plane (see the module doc).
+   */
+  const runStream = (): Promise<{ progressed: boolean; failover: boolean }> => new Promise((resolve) => {
     const openedAt = Date.now();
+    const { address, client } = clients.get();
+    st.controlPlane = address;
+    /** When the first event arrived (ms since the epoch), or null. */
+    let deliveredAt: number | null = null;
+    /** The control plane's protocol version is one this node cannot read: nothing of it is applied. */
+    let refused = false;
     const startRevision = store.revision();
     let completedSnapshot = false;
     let failedApplying = false;
@@ -194,7 +226,7 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
       from_revision: String(store.revision()), node_id: opts.nodeId,
       resume: pending?.cursor ? { revision: String(pending.revision), cursor: Buffer.from(pending.cursor) } : null,
     };
-    const call = (client as unknown as { Watch(req: WatchRequest, md: grpc.Metadata): grpc.ClientReadableStream<WatchEvent> }).Watch(request, metadata);
+    const call = (client as unknown as { Watch(req: WatchRequest, md: grpc.Metadata): grpc.ClientReadableStream<WatchEvent> }).Watch(request, metadata.clone());
     current = call;
     st.streamsOpened++;
     const queue: WatchEvent[] = [];
@@ -331,11 +363,36 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
         st.snapshotting = false;
       }
       const healthy = delivered && !failedApplying && Date.now() - openedAt >= HEALTHY_STREAM_MS;
-      resolve(store.revision() > startRevision || completedSnapshot || healthy);
+      const failover = !closed && !refused && !failedApplying && deliveredAt !== null && Date.now() - deliveredAt >= FAILOVER_MIN_STREAM_MS;
+      if (!closed) {
+        const next = clients.failed(address);
+        if (next !== address) {
+          st.failovers++;
+          log.info({ from: address, to: next, immediate: failover }, 'moving to the next control plane');
+        }
+      }
+      resolve({ progressed: store.revision() > startRevision || completedSnapshot || healthy, failover });
     };
 
+    /** Refuses a control plane speaking `theirs` (see the module doc). */
+    const refuse = (theirs: number, details: string): void => {
+      refused = true;
+      st.protocolRefused = { controlPlane: address, protocol: Number.isNaN(theirs) ? -1 : theirs };
+      st.lastError = { code: grpc.status.FAILED_PRECONDITION, details };
+      // While it stays so, log the first refusal and every tenth, not each retry.
+      log[failures > 0 && failures % 10 !== 0 ? 'debug' : 'error']({ control_plane: address, control_plane_protocol: theirs, protocol: protocolVersion, accepts: acceptedProtocols(protocolVersion), details },
+        'control plane speaks an incompatible protocol version; not applying anything from it, serving from the store');
+    };
+    call.on('metadata', (md: grpc.Metadata) => {
+      const theirs = protocolOf(md);
+      if (protocolCompatible(protocolVersion, theirs)) return;
+      refuse(theirs, `control plane protocol version ${theirs}; this node speaks ${protocolVersion} and accepts ${acceptedProtocols(protocolVersion)}`);
+      call.cancel();
+    });
+
     call.on('data', (ev: WatchEvent) => {
-      if (!delivered) { delivered = true; st.connected = true; st.lastError = null; }
+      if (refused) return;
+      if (!delivered) { delivered = true; deliveredAt = Date.now(); st.connected = true; st.lastError = null; st.protocolRefused = null; }
       armIdle();
       noteRevision(ev);
       queue.push(ev);
@@ -344,7 +401,11 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
       schedule();
     });
     call.on('error', (err: grpc.ServiceError) => {
-      if (closed) return;
+      if (closed || refused) return;
+      if (err.code === grpc.status.FAILED_PRECONDITION && err.metadata?.get(PROTOCOL_METADATA_KEY).length) {
+        refuse(protocolOf(err.metadata), err.details);
+        return;
+      }
       st.lastError = { code: err.code, details: err.details };
       // While the control plane stays away, log the first failure and every tenth, not each retry.
       const quiet = !delivered && failures > 0 && failures % 10 !== 0;
@@ -357,11 +418,11 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
   const loop = async (): Promise<void> => {
     let attempt = 0;
     while (!closed) {
-      const progressed = await runStream();
+      const { progressed, failover } = await runStream();
       if (closed) break;
       attempt = progressed ? 0 : attempt + 1;
       failures = attempt;
-      const delayMs = backoffDelayMs(attempt, policy);
+      const delayMs = failover ? 0 : backoffDelayMs(attempt, policy);
       await new Promise<void>((r) => {
         const t = setTimeout(r, delayMs);
         wakeSleep = () => { clearTimeout(t); r(); };
@@ -372,14 +433,14 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
   const running = loop().catch((err: unknown) => log.error({ err }, 'watch loop crashed'));
 
   return {
-    state: () => ({ ...st, revision: store.revision(), lag: Math.max(0, st.controlPlaneRevision - store.revision()), lastError: st.lastError && { ...st.lastError } }),
+    state: () => ({ ...st, revision: store.revision(), lag: Math.max(0, st.controlPlaneRevision - store.revision()), lastError: st.lastError && { ...st.lastError }, protocolRefused: st.protocolRefused && { ...st.protocolRefused } }),
     async close() {
       if (closed) return;
       closed = true;
       current?.cancel();
       wakeSleep?.();
       await running;
-      client.close();
+      clients.close();
     },
   };
 }

@@ -8,12 +8,15 @@
  * and only then renamed to `<store>/data.mdb`. Any failure (no image kept, not complete yet,
  * another store format, a dropped connection, a bad file) leaves no file behind and returns
  * null: the node then bootstraps through the Watch snapshot as before.
+ *
+ * With several control planes (control-planes.ts) the current one is asked first; one that
+ * cannot be reached (UNAVAILABLE) is reported failed and the next is asked, each at most once.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log.js';
-import { switchyardService } from '../../contract/loader.js';
+import { ClientsByAddress, ControlPlanes } from './control-planes.js';
 import { clusterTokenMetadata } from '../../contract/metadata.js';
 import { STORE_FORMAT } from '../../contract/store-format.js';
 import { checkLmdbHeader } from '../store/integrity.js';
@@ -32,7 +35,8 @@ interface ImageChunkIn { format: number; revision: string; total_bytes: string; 
 
 /** Options of {@link installSnapshotImage}. */
 export interface ImageOptions {
-  controlPlane: string;
+  /** A SWITCHYARD_CONTROL_PLANE value, or the node's shared {@link ControlPlanes}. */
+  controlPlane: string | ControlPlanes;
   clusterToken: string;
   nodeId: string;
   /** The store directory (it holds no data.mdb yet). */
@@ -46,17 +50,35 @@ export interface ImageOptions {
  * must take the Watch snapshot instead (the reason is logged). Never throws.
  */
 export async function installSnapshotImage(o: ImageOptions): Promise<{ revision: number; bytes: number } | null> {
+  const planes = typeof o.controlPlane === 'string' ? new ControlPlanes(o.controlPlane) : o.controlPlane;
+  const clients = new ClientsByAddress(planes, { 'grpc-node.flow_control_window': IMAGE_FLOW_CONTROL_WINDOW });
+  try {
+    for (let i = 0; i < planes.addresses.length; i++) {
+      const { address, client } = clients.get();
+      const got = await installFrom(o, client);
+      if (got !== UNREACHABLE) return got;
+      clients.failed(address);
+    }
+    return null;
+  } finally {
+    clients.close();
+  }
+}
+
+/** {@link installFrom}'s answer when the control plane could not be reached (the next may be asked). */
+const UNREACHABLE = Symbol('unreachable');
+
+/** One attempt at `client`'s control plane (see {@link installSnapshotImage}). */
+async function installFrom(o: ImageOptions, client: grpc.Client): Promise<{ revision: number; bytes: number } | null | typeof UNREACHABLE> {
   const log = o.log.child({ component: 'sync' });
   const target = path.join(o.dir, 'data.mdb');
   const tmp = `${o.dir}.image-${process.pid}`;
-  const Service = switchyardService();
-  const client = new Service(o.controlPlane, grpc.credentials.createInsecure(), { 'grpc-node.flow_control_window': IMAGE_FLOW_CONTROL_WINDOW });
   const started = performance.now();
   try {
     if (fs.existsSync(target)) return null;
     fs.rmSync(tmp, { recursive: true, force: true });
     prepareLmdbDir(tmp);
-    const call = client.SnapshotImage({ format: STORE_FORMAT, node_id: o.nodeId }, clusterTokenMetadata(o.clusterToken),
+    const call = (client as unknown as { SnapshotImage(...a: unknown[]): unknown }).SnapshotImage({ format: STORE_FORMAT, node_id: o.nodeId }, clusterTokenMetadata(o.clusterToken),
       { deadline: Date.now() + (o.timeoutMs ?? IMAGE_TIMEOUT_MS) }) as grpc.ClientReadableStream<ImageChunkIn>;
     const fd = fs.openSync(path.join(tmp, 'data.mdb'), 'w', 0o600);
     let header: { revision: number; bytes: number } | null = null;
@@ -82,11 +104,14 @@ export async function installSnapshotImage(o: ImageOptions): Promise<{ revision:
     return header;
   } catch (err) {
     const code = (err as { code?: number }).code;
+    if (code === grpc.status.UNAVAILABLE) {
+      log.warn({ control_plane: client.getChannel().getTarget(), details: (err as grpc.ServiceError).details }, 'control plane unreachable for the snapshot image');
+      return UNREACHABLE;
+    }
     if (code === grpc.status.FAILED_PRECONDITION || code === grpc.status.UNIMPLEMENTED) log.info({ reason: (err as Error).message }, 'no snapshot image; bootstrapping through a Watch snapshot');
     else log.warn({ err }, 'snapshot image failed; bootstrapping through a Watch snapshot');
     return null;
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
-    client.close();
   }
 }

@@ -27,4 +27,10 @@ export interface SyncState {
   skippedChanges: number;
   /** Revision of the last skipped change (0 = none). */
   lastSkippedRevision: number;
+  /** Address of the control plane the current (or last) stream went to; null before the first. */
+  controlPlane: string | null;
+  /** Moves to another control-plane address since start (sync/control-planes.ts). */
+  failovers: number;
+  /** Set while the last control plane tried speaks a protocol version this node refuses (contract/protocol.ts). */
+  protocolRefused: { controlPlane: string; protocol: number } | null;
 }

@@ -5,12 +5,14 @@
  * `FlagUsage.takeUsage`) are added to what is still unsent and reported for the current UTC
  * month. A failed report keeps its counts for the next tick, so an outage delays counts but
  * does not drop them (at most {@link MAX_PENDING_ORGANIZATIONS} organizations are held);
- * `close()` makes one last attempt within {@link FINAL_REPORT_DEADLINE_MS}.
+ * `close()` makes one last attempt within {@link FINAL_REPORT_DEADLINE_MS}. Reports go to the
+ * current control plane (control-planes.ts); one that is unreachable or does not answer in time
+ * is reported failed, so the next report goes to the next one.
  */
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log.js';
-import { switchyardService } from '../../contract/loader.js';
 import { clusterTokenMetadata } from '../../contract/metadata.js';
+import { ClientsByAddress, ControlPlanes } from './control-planes.js';
 
 /** Period between reports, in milliseconds. */
 export const USAGE_REPORT_INTERVAL_MS = 10_000;
@@ -23,7 +25,8 @@ export const MAX_PENDING_ORGANIZATIONS = 100_000;
 
 /** Options of {@link startUsageReporter}. */
 export interface UsageReporterOptions {
-  controlPlane: string;
+  /** A SWITCHYARD_CONTROL_PLANE value, or the node's shared {@link ControlPlanes}. */
+  controlPlane: string | ControlPlanes;
   clusterToken: string;
   nodeId: string;
   /** Counts since the previous call: organization id → /flags requests. */
@@ -50,10 +53,8 @@ export function usagePeriodOf(at: Date): string {
 /** Starts reporting in the background. */
 export function startUsageReporter(opts: UsageReporterOptions, parentLog: Logger): UsageReporter {
   const log = parentLog.child({ component: 'usage-reporter' });
-  const Service = switchyardService();
-  const client = new Service(opts.controlPlane, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
-    ReportUsage(req: unknown, md: grpc.Metadata, o: grpc.CallOptions, cb: (err: grpc.ServiceError | null) => void): void;
-  };
+  const clients = new ClientsByAddress(typeof opts.controlPlane === 'string' ? new ControlPlanes(opts.controlPlane) : opts.controlPlane);
+  type ReportUsage = (req: unknown, md: grpc.Metadata, o: grpc.CallOptions, cb: (err: grpc.ServiceError | null) => void) => void;
   const md = clusterTokenMetadata(opts.clusterToken);
   let pending = new Map<number, number>();
   let inFlight: Promise<boolean> | null = null;
@@ -77,11 +78,13 @@ export function startUsageReporter(opts: UsageReporterOptions, parentLog: Logger
     const counts: Record<string, string> = {};
     for (const [org, n] of sending) counts[String(org)] = String(n);
     inFlight = new Promise<boolean>((resolve) => {
-      client.ReportUsage({ node_id: opts.nodeId, counts, period: usagePeriodOf(new Date()) }, md,
+      const { address, client } = clients.get();
+      (client.ReportUsage as unknown as ReportUsage).call(client, { node_id: opts.nodeId, counts, period: usagePeriodOf(new Date()) }, md,
         { deadline: Date.now() + deadlineMs }, (err) => {
           if (err) {
             // Keep the counts for the next attempt (merged with whatever arrived meanwhile).
             for (const [org, n] of sending) pending.set(org, (pending.get(org) ?? 0) + n);
+            if (err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.DEADLINE_EXCEEDED) clients.failed(address);
             failures++;
             if (failures === 1 || failures % 30 === 0) log.warn({ code: grpc.status[err.code], details: err.details, failures }, 'usage report failed; will retry');
             resolve(false);
@@ -107,7 +110,7 @@ export function startUsageReporter(opts: UsageReporterOptions, parentLog: Logger
         if (!(await flush(FINAL_REPORT_DEADLINE_MS)) && pending.size > 0) {
           log.warn({ organizations: pending.size }, 'unsent usage counts dropped at shutdown');
         }
-        client.close();
+        clients.close();
       })();
       return closing;
     },

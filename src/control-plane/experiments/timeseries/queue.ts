@@ -7,9 +7,15 @@
  * pg-boss starts on first use (or at start when its schema exists), so control planes that never
  * compute a timeseries pay nothing. `work: false` enqueues without working (a control plane that
  * leaves the jobs to others).
+ *
+ * pg-boss talks to Postgres through a small postgres.js pool of the queue's own (db/pg-boss-db.ts),
+ * so a multi-host `DATABASE_URL` fails over with the rest of the control plane. Jobs are claimed
+ * in Postgres (SKIP LOCKED), so several control planes share the queue; a job whose control
+ * plane died mid-run expires after {@link JOB_EXPIRY_SECONDS} and is retried by a survivor.
  */
 import PgBoss from 'pg-boss';
-import type { Sql } from '../../db/connect.js';
+import { connect, type Sql } from '../../db/connect.js';
+import { pgBossDb } from '../../db/pg-boss-db.js';
 import type { Logger } from '../../../log.js';
 import { runRecalculation } from './backfill.js';
 
@@ -23,6 +29,8 @@ const JOB_EXPIRY_SECONDS = 3600;
 /** Enqueues and works timeseries recalculations. */
 export class TimeseriesQueue {
   private boss: Promise<PgBoss> | null = null;
+  /** pg-boss's own pool (made with it). */
+  private bossSql: Sql | null = null;
   private closed = false;
 
   constructor(private readonly databaseUrl: string, private readonly sql: Sql, private readonly log: Logger, private readonly work = true) {}
@@ -44,12 +52,14 @@ export class TimeseriesQueue {
     this.closed = true;
     const boss = await this.boss?.catch(() => null);
     await boss?.stop({ graceful: true, timeout: 5000, wait: true, close: true }).catch((e: unknown) => this.log.warn({ err: e }, 'pg-boss stop failed'));
+    await this.bossSql?.end({ timeout: 5 }).catch(() => {});
   }
 
   private ensure(): Promise<PgBoss> {
     if (this.closed) return Promise.reject(new Error('the timeseries queue is closed'));
     this.boss ??= (async () => {
-      const boss = new PgBoss({ connectionString: this.databaseUrl, max: 3, schedule: false, application_name: 'switchyard-jobs' });
+      this.bossSql = connect(this.databaseUrl, { max: 3, applicationName: 'switchyard-jobs' });
+      const boss = new PgBoss({ db: pgBossDb(this.bossSql), schedule: false });
       boss.on('error', (e) => this.log.error({ err: e }, 'pg-boss error'));
       await boss.start();
       await boss.createQueue(TIMESERIES_QUEUE);
