@@ -62,8 +62,12 @@ export const BATCH_MAX_CHANGES = 500;
 export const BATCH_MAX_BYTES = 1024 * 1024;
 /** Snapshots streamed at once per control-plane process (each holds a pooled connection). */
 export const MAX_CONCURRENT_SNAPSHOTS = 4;
-/** Heartbeat period while a stream is idle, in milliseconds (nodes time out at ~3×). */
-export const HEARTBEAT_INTERVAL_MS = 10_000;
+/**
+ * Heartbeat period while a stream is idle, in milliseconds. Short, so that a node's
+ * `switchyard_node_sync_last_event_age_seconds` tells a quiet control plane (age ≤ this) from a
+ * link that stopped carrying anything (age growing) within seconds; one small message per stream.
+ */
+export const HEARTBEAT_INTERVAL_MS = 2_000;
 
 /**
  * The log's head (0 when empty) and the oldest revision after which it holds every entity's

@@ -25,6 +25,8 @@ export interface SyncState {
   connected?: boolean;
   /** Snapshots swapped in since start (0 for a node that started from a snapshot image and only tailed). */
   snapshotsApplied?: number;
+  /** Seconds since the last Watch event (heartbeats included), when one has arrived. */
+  lastEventAgeSeconds?: number | null;
   [extra: string]: unknown;
 }
 

@@ -44,7 +44,7 @@ export const LATENCY_BUCKETS_SECONDS: readonly number[] = Object.freeze([0.0005,
 export interface Gauges {
   revision(): number;
   /** Sync state as the sync client reports it (lag in revisions, connection), when known. */
-  sync?(): { lagRevisions?: number | null; connected?: boolean; snapshotsApplied?: number } | undefined;
+  sync?(): { lagRevisions?: number | null; connected?: boolean; snapshotsApplied?: number; lastEventAgeSeconds?: number | null } | undefined;
   poolQueueSize(): number;
   poolMode: 'inline' | 'pool';
   /** LMDB environments on disk and mapped, and the capture outbox's payload. */
@@ -110,6 +110,7 @@ export class Metrics {
   /** Registered the first time the sync client reports them (absent until known, never a made-up 0). */
   private lag: Gauge | null = null;
   private connected: Gauge | null = null;
+  private lastEventAge: Gauge | null = null;
   private snapshots: Gauge | null = null;
 
   private readonly latencyByRoute = new Map<RouteLabel, HistogramChild>();
@@ -218,6 +219,14 @@ export class Metrics {
     if (sync?.connected !== undefined) {
       this.connected ??= new Gauge({ name: 'switchyard_node_sync_connected', help: '1 while the Watch stream is connected.', registers: [this.registry] });
       this.connected.set(sync.connected ? 1 : 0);
+    }
+    if (sync?.lastEventAgeSeconds !== undefined && sync.lastEventAgeSeconds !== null) {
+      this.lastEventAge ??= new Gauge({
+        name: 'switchyard_node_sync_last_event_age_seconds',
+        help: 'Seconds since the last Watch event (change, snapshot or heartbeat; the control plane heartbeats every 2 s). Growing: the node is not hearing its control plane and may be stale.',
+        registers: [this.registry],
+      });
+      this.lastEventAge.set(sync.lastEventAgeSeconds);
     }
     if (sync?.snapshotsApplied !== undefined) {
       this.snapshots ??= new Gauge({

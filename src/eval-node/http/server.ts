@@ -50,7 +50,7 @@ export interface NodeHttpOptions {
   /** Sync client state for /metrics (lag, connection), when available. */
   syncState?: () => SyncState | undefined;
   /** The node's Watch client (src/eval-node/sync/client.ts); used for /metrics when `syncState` is absent. */
-  sync?: { state(): { connected: boolean; lag: number; snapshotsApplied?: number } };
+  sync?: { state(): { connected: boolean; lag: number; snapshotsApplied?: number; lastEventAtMs?: number | null } };
   /** LMDB path workers open read-only (pool mode); default `<config.dataDir>/lmdb`. */
   storePath?: string;
   /** Capture endpoints (`/i/v0/e/`, `/batch/`, …): served only when given (capture-routes.ts). */
@@ -119,7 +119,7 @@ function openGeoip(bytes: Uint8Array | null): { geoip: Geoip; bytes: Uint8Array 
 export function syncStateOf(sync: NonNullable<NodeHttpOptions['sync']>): () => SyncState {
   return () => {
     const s = sync.state();
-    return { lagRevisions: s.lag, connected: s.connected, snapshotsApplied: s.snapshotsApplied };
+    return { lagRevisions: s.lag, connected: s.connected, snapshotsApplied: s.snapshotsApplied, lastEventAgeSeconds: s.lastEventAtMs == null ? null : (Date.now() - s.lastEventAtMs) / 1000 };
   };
 }
 

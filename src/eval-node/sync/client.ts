@@ -59,7 +59,12 @@ import type { SyncState } from './state.js';
 
 export type { SyncState };
 
-/** A stream with no event for this long is abandoned and reopened, in ms (server heartbeats every 10 s). */
+/**
+ * A stream with no event for this long is abandoned and reopened, in ms. The server heartbeats
+ * every 2 s; a link that drops packets for less than this keeps its stream (TCP delivers what was
+ * held once it returns, so the node is current at once), and `/metrics` shows the silence meanwhile
+ * (`lastEventAtMs`).
+ */
 export const WATCH_IDLE_TIMEOUT_MS = 35_000;
 /** Queued changes above which the stream is paused until the applier catches up (resumed at half). */
 export const QUEUE_HIGH_WATER = 20_000;
@@ -123,7 +128,7 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
   const metadata = clusterTokenMetadata(opts.clusterToken, protocolVersion);
 
   const st: SyncState = {
-    connected: false, revision: store.revision(), controlPlaneRevision: 0, lag: 0, lastChangeAtMs: null,
+    connected: false, revision: store.revision(), controlPlaneRevision: 0, lag: 0, lastChangeAtMs: null, lastEventAtMs: null,
     snapshotting: false, snapshotStaged: 0, snapshotsApplied: 0, snapshotsResumed: 0, streamsOpened: 0, lastError: null,
     skippedChanges: 0, lastSkippedRevision: 0, controlPlane: null, failovers: 0, protocolRefused: null,
   };
@@ -393,6 +398,7 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
     call.on('data', (ev: WatchEvent) => {
       if (refused) return;
       if (!delivered) { delivered = true; deliveredAt = Date.now(); st.connected = true; st.lastError = null; st.protocolRefused = null; }
+      st.lastEventAtMs = Date.now();
       armIdle();
       noteRevision(ev);
       queue.push(ev);

@@ -11,6 +11,12 @@ export interface SyncState {
   lag: number;
   /** Wall-clock time of the last applied change or snapshot, ms since the epoch; null before. */
   lastChangeAtMs: number | null;
+  /**
+   * Wall-clock time the last Watch event (change, snapshot part or heartbeat) arrived, ms since
+   * the epoch; null before the first. The control plane heartbeats every 2 s, so a value much
+   * older than that means the node is not hearing its control plane, connected or not.
+   */
+  lastEventAtMs: number | null;
   /** A snapshot is being staged. */
   snapshotting: boolean;
   /** Entities staged for the snapshot in progress. */
