@@ -27,6 +27,11 @@ export const PERSONAL_KEY = 'phx_clustertest0123456789abcdef0123456789abcd';
 export const PROJECT_KEY = 'phc_clustertest0123456789abcdef0123456789abcd';
 /** Drain after SIGTERM, seconds (short so the test stays fast). */
 export const DRAIN_SECONDS = 2;
+/**
+ * Whole stop after SIGTERM, drain included, seconds: room for a control plane's stop after its
+ * drain (HTTP connections, gRPC calls' 2 s grace, jobs, pools) on two shared cores.
+ */
+export const SHUTDOWN_TIMEOUT_SECONDS = 10;
 
 const ADDRESSES: Record<string, number> = { db1: 11, db2: 12, cp1: 21, cp2: 22, n1: 31, n2: 32, n3: 33, lb: 40, client: 50 };
 export const NODES = ['n1', 'n2', 'n3'] as const;
@@ -209,7 +214,7 @@ export class Stack {
       SWITCHYARD_API_BURST_RATE_PER_MINUTE: '0',
       SWITCHYARD_API_SUSTAINED_RATE_PER_HOUR: '0',
       SWITCHYARD_DRAIN_SECONDS: String(DRAIN_SECONDS),
-      SWITCHYARD_SHUTDOWN_TIMEOUT_SECONDS: '5',
+      SWITCHYARD_SHUTDOWN_TIMEOUT_SECONDS: String(SHUTDOWN_TIMEOUT_SECONDS),
       SWITCHYARD_LOG_LEVEL: 'info',
     }));
     return until(`${cp} ready`, async () => {
@@ -234,7 +239,7 @@ export class Stack {
       SWITCHYARD_LMDB_MAP_SIZE: String(256 * 1024 * 1024),
       SWITCHYARD_MEMORY_RELEASE_QUIET_MS: '0',
       SWITCHYARD_DRAIN_SECONDS: String(DRAIN_SECONDS),
-      SWITCHYARD_SHUTDOWN_TIMEOUT_SECONDS: '5',
+      SWITCHYARD_SHUTDOWN_TIMEOUT_SECONDS: String(SHUTDOWN_TIMEOUT_SECONDS),
       SWITCHYARD_LOG_LEVEL: 'info',
     });
     this.nodes.set(n, p);
