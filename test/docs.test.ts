@@ -28,6 +28,14 @@ test('docs/configuration.md lists exactly the environment variables the sources 
   assert.deepEqual([...documented].filter((v) => !read.has(v)).sort(), [], 'documented but never read');
 });
 
+test('docs/architecture.md names every folder under src/', () => {
+  const doc = fs.readFileSync(path.join(repo, 'docs', 'architecture.md'), 'utf8');
+  const folders = (dir: string): string[] => fs.readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isDirectory()).flatMap((e) => [path.join(dir, e.name), ...folders(path.join(dir, e.name))]);
+  const unnamed = folders(path.join(repo, 'src')).map((d) => `${path.relative(repo, d)}/`).filter((d) => !doc.includes(`\`${d}\``));
+  assert.deepEqual(unnamed, []);
+});
+
 test('the README is a short page for users and the docs carry no build history', () => {
   const readme = fs.readFileSync(path.join(repo, 'README.md'), 'utf8');
   assert.ok(readme.split('\n').length <= 250, `README.md has ${readme.split('\n').length} lines`);
