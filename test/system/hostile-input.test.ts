@@ -59,17 +59,14 @@ let s: HostileStack;
 const fmt = (ms: number) => (Number.isFinite(ms) ? `${ms.toFixed(0)}` : String(ms));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** A management-API call with a deadline: status (null if none came) and time in ms. */
+/** A call with a deadline: status (null if none came), time in ms, the body (JSON when it parses). */
 interface Call { status: number | null; ms: number; body: any; error: string | null }
-async function call(method: string, path: string, opts: { key?: string; body?: unknown; raw?: string; deadlineMs?: number } = {}): Promise<Call> {
+
+/** `fetch` with a client deadline, as a {@link Call}: never throws. */
+async function timedFetch(url: string, init: RequestInit, deadlineMs: number): Promise<Call> {
   const started = performance.now();
   try {
-    const res = await fetch(`${s.apiUrl}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${opts.key ?? s.a.keys[0]}`, 'content-type': 'application/json' },
-      body: opts.raw ?? (opts.body === undefined ? undefined : JSON.stringify(opts.body)),
-      signal: AbortSignal.timeout(opts.deadlineMs ?? ATTACK_DEADLINE_MS),
-    });
+    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(deadlineMs) });
     const text = await res.text();
     let body: unknown;
     try { body = JSON.parse(text); } catch { body = text; }
@@ -79,22 +76,21 @@ async function call(method: string, path: string, opts: { key?: string; body?: u
   }
 }
 
+/** A management-API call for project A (its key unless `key`), with a deadline. */
+function call(method: string, path: string, opts: { key?: string; body?: unknown; raw?: string; deadlineMs?: number } = {}): Promise<Call> {
+  return timedFetch(`${s.apiUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${opts.key ?? s.a.keys[0]}`, 'content-type': 'application/json' },
+    body: opts.raw ?? (opts.body === undefined ? undefined : JSON.stringify(opts.body)),
+  }, opts.deadlineMs ?? ATTACK_DEADLINE_MS);
+}
+
 /** `POST /flags?v=2` for project A on the node, with a deadline. */
-async function flagsA(personProperties: Record<string, unknown>, deadlineMs = ATTACK_DEADLINE_MS): Promise<Call> {
-  const started = performance.now();
-  try {
-    const res = await fetch(`${s.nodeUrl}/flags?v=2`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ api_key: s.a.token, distinct_id: 'attacker', person_properties: personProperties }),
-      signal: AbortSignal.timeout(deadlineMs),
-    });
-    const text = await res.text();
-    let body: unknown;
-    try { body = JSON.parse(text); } catch { body = text; }
-    return { status: res.status, ms: performance.now() - started, body, error: null };
-  } catch (e) {
-    return { status: null, ms: performance.now() - started, body: undefined, error: (e as Error).name === 'TimeoutError' ? 'client deadline' : (e as Error).message };
-  }
+function flagsA(personProperties: Record<string, unknown>, deadlineMs = ATTACK_DEADLINE_MS): Promise<Call> {
+  return timedFetch(`${s.nodeUrl}/flags?v=2`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ api_key: s.a.token, distinct_id: 'attacker', person_properties: personProperties }),
+  }, deadlineMs);
 }
 
 /** "200 in 12 ms", or "no answer (client deadline) after 5000 ms". */

@@ -41,15 +41,21 @@ async function currentStatus(c: SystemCluster, token: string): Promise<number> {
   return r.status;
 }
 
+/** A node of `c` serving the flag `rot-flag` (on for everyone) under the project's first key. */
+async function nodeServingFlag(c: SystemCluster): Promise<Awaited<ReturnType<SystemCluster['startNode']>>> {
+  await createFlag(c, { key: 'rot-flag', filters: { groups: [{ properties: [], rollout_percentage: 100 }] } });
+  const node = await c.startNode(c.tempDir());
+  await waitReady(node.http.url);
+  await waitFor('the flag on the node', async () => (await flags(node.http.url, c.t.projectKey, 'u')).body?.flags?.['rot-flag']?.enabled === true);
+  return node;
+}
+
 test('reset_token: both keys work during the overlap, on nodes and the control plane; then only the new one', async () => {
   const c = await startCluster({ projectTokenOverlapSeconds: OVERLAP_SECONDS });
   const clients: PostHog[] = [];
   try {
     const oldToken = c.t.projectKey;
-    await createFlag(c, { key: 'rot-flag', filters: { groups: [{ properties: [], rollout_percentage: 100 }] } });
-    const node = await c.startNode(c.tempDir());
-    await waitReady(node.http.url);
-    await waitFor('the flag on the node', async () => (await flags(node.http.url, oldToken, 'u')).body?.flags?.['rot-flag']?.enabled === true);
+    const node = await nodeServingFlag(c);
 
     // Scope and read-only field, as PostHog.
     const readOnly = await c.t.createKey(['project:read']);
@@ -119,10 +125,7 @@ test('reset_token with overlap 0: the old key stops as soon as the new one reach
   let ph: PostHog | null = null;
   try {
     const oldToken = c.t.projectKey;
-    await createFlag(c, { key: 'rot-flag', filters: { groups: [{ properties: [], rollout_percentage: 100 }] } });
-    const node = await c.startNode(c.tempDir());
-    await waitReady(node.http.url);
-    await waitFor('the flag on the node', async () => (await flags(node.http.url, oldToken, 'u')).body?.flags?.['rot-flag']?.enabled === true);
+    const node = await nodeServingFlag(c);
     const resetAt = Date.now();
     const newToken = await resetToken(c);
     assert.equal(await currentStatus(c, oldToken), 404, 'the control plane refuses the old key at once');

@@ -10,6 +10,7 @@
  * windows starting at an address' first failure, in process memory (own code: @fastify/rate-limit
  * counts every check, and this must check without counting).
  */
+import { ExpiringSet } from '../keys/expiring-set.js';
 
 /** Length of a window, in ms. */
 const WINDOW_MS = 60_000;
@@ -23,7 +24,7 @@ const VOUCHED_REMEMBERED = 10_000;
 /** Counts failed authentications per address. */
 export class AuthFailureLimiter {
   private readonly windows = new Map<string, { failures: number; resetAt: number }>();
-  private readonly vouched = new Map<string, number>();
+  private readonly vouched = new ExpiringSet(VOUCHED_MS, VOUCHED_REMEMBERED);
 
   /** @param perMinute failures allowed per address per minute; 0: no limit. */
   constructor(private readonly perMinute: number) {}
@@ -39,19 +40,12 @@ export class AuthFailureLimiter {
 
   /** Records that the key with hash `keyHash` authenticated (it passes the throttle for a while). */
   vouch(keyHash: string, now: number = Date.now()): void {
-    if (this.perMinute === 0) return;
-    this.vouched.delete(keyHash);
-    this.vouched.set(keyHash, now + VOUCHED_MS);
-    if (this.vouched.size > VOUCHED_REMEMBERED) this.vouched.delete(this.vouched.keys().next().value!);
+    if (this.perMinute !== 0) this.vouched.add(keyHash, now);
   }
 
   /** Whether the key with hash `keyHash` authenticated here within the last ten minutes. */
   isVouched(keyHash: string, now: number = Date.now()): boolean {
-    const until = this.vouched.get(keyHash);
-    if (until === undefined) return false;
-    if (until > now) return true;
-    this.vouched.delete(keyHash);
-    return false;
+    return this.vouched.has(keyHash, now);
   }
 
   /** Records one failed authentication of `address`. */
