@@ -21,7 +21,7 @@
  * retried change by change, each in its own transaction, and each change that still fails is
  * skipped: logged at error level with its revision, kind, entity id and project, and counted
  * (`skippedChanges`, `lastSkippedRevision`; `/metrics`). A failure that is not the change's
- * (the store cannot write even a bare revision) fails the stream instead.
+ * (the store cannot write even a bare revision) fails the stream instead. The writing is apply-changes.ts.
  *
  * When the stream ends (error, server gone, {@link WATCH_IDLE_TIMEOUT_MS} without any event)
  * the client drains what it received, then reconnects after `backoffDelayMs(attempt)`
@@ -52,9 +52,10 @@ import { clusterTokenMetadata } from '../../contract/metadata.js';
 import { acceptedProtocols, protocolCompatible, protocolOf, PROTOCOL_METADATA_KEY, PROTOCOL_VERSION } from '../../contract/protocol.js';
 import { ClientsByAddress, ControlPlanes } from './control-planes.js';
 import { parseRevision, type ChangeMessage, type WatchEvent, type WatchRequest } from '../../contract/messages.js';
-import { StoreStateError, type StoreChange, type WritableNodeStore } from '../store/lmdb.js';
+import type { WritableNodeStore } from '../store/lmdb.js';
 import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
-import { CHUNK_QUEUE_WEIGHT, chunkChanges, queueWeight, toStoreChange } from './decode.js';
+import { CHUNK_QUEUE_WEIGHT, chunkChanges, queueWeight } from './decode.js';
+import { changeApplier } from './apply-changes.js';
 import type { SyncState } from './state.js';
 
 export type { SyncState };
@@ -151,65 +152,7 @@ export function startWatchClient(store: WritableNodeStore, opts: WatchClientOpti
     st.lag = Math.max(0, st.controlPlaneRevision - st.revision);
   };
 
-  /** Reports a change that is skipped (see the module doc). */
-  const skip = (c: ChangeMessage, err: unknown): void => {
-    st.skippedChanges++;
-    let revision = 0;
-    try { revision = parseRevision(c.revision); } catch { /* reported as 0 */ }
-    if (revision > st.lastSkippedRevision) st.lastSkippedRevision = revision;
-    log.error({ err, revision, kind: c.kind, entity_id: c.entity_id.slice(0, 200), project_id: c.project_id, op: c.op },
-      'change cannot be applied; skipped');
-  };
-  /** Decodes `c`; null (reported) when its payload cannot be decoded. */
-  const decodeOrSkip = (c: ChangeMessage): StoreChange | null => {
-    try { return toStoreChange(c); } catch (err) { skip(c, err); return null; }
-  };
-  /**
-   * Writes one tail batch (revisions ascending, all above the store's) and sets `revision`:
-   * one transaction when every change applies, else one per change, skipping those that fail.
-   * @throws when even a bare revision cannot be written (the store, not a change, is failing).
-   */
-  const applyTail = async (changes: readonly ChangeMessage[], revision: number): Promise<void> => {
-    const decoded: [ChangeMessage, StoreChange][] = [];
-    for (const c of changes) { const sc = decodeOrSkip(c); if (sc !== null) decoded.push([c, sc]); }
-    try {
-      await store.applyBatch(decoded.map((d) => d[1]), revision);
-      return;
-    } catch (err) {
-      log.warn({ err, revision, changes: decoded.length }, 'batch failed; applying its changes one by one');
-    }
-    for (const [c, sc] of decoded) {
-      const rev = parseRevision(c.revision);
-      try { await store.applyBatch([sc], rev); } catch (err) {
-        await store.applyBatch([], rev); // throws when the store itself cannot write
-        skip(c, err);
-      }
-    }
-    if (store.revision() < revision) await store.applyBatch([], revision);
-  };
-  /**
-   * Stages snapshot entities (and `cursor`, when they are a chunk), skipping (and reporting)
-   * those that cannot be decoded or written.
-   */
-  const stageIsolated = async (changes: readonly ChangeMessage[], cursor?: Uint8Array): Promise<void> => {
-    const decoded: [ChangeMessage, StoreChange][] = [];
-    for (const c of changes) { const sc = decodeOrSkip(c); if (sc !== null) decoded.push([c, sc]); }
-    try {
-      await store.stageSnapshot(decoded.map((d) => d[1]), cursor);
-      return;
-    } catch (err) {
-      // The store, not these entities, failed (an earlier chunk's commit): end the stream.
-      if (err instanceof StoreStateError) throw err;
-      log.warn({ err, changes: decoded.length }, 'snapshot chunk failed; staging its entities one by one');
-    }
-    let failed = 0;
-    for (const [c, sc] of decoded) {
-      try { await store.stageSnapshot([sc]); } catch (err) { skip(c, err); failed++; }
-    }
-    // Not one entity could be written: the store is failing, not the entities.
-    if (failed === decoded.length && failed > 1) throw new Error('snapshot staging fails for every entity');
-    if (cursor !== undefined) await store.stageSnapshot([], cursor);
-  };
+  const { applyTail, stageIsolated } = changeApplier(store, st, log);
 
   /**
    * Runs one stream to its end; resolves whether it made progress and whether the next attempt
