@@ -69,6 +69,7 @@ export interface EvaluatePlan {
   timezone: string;
 }
 
+/** Every kind of plan a scan worker compiles once and matches rows against. */
 export type ScanPlan = FlagPersonsPlan | FlagGroupsPlan | CohortPlan | FlagStaticPlan | EvaluatePlan;
 
 /** A plan as tasks carry it: `id` keys each worker's compiled cache; `json` is its UTF-8 JSON. */
@@ -93,6 +94,7 @@ export interface MatchTask { op: 'match'; plan: PlanRef; rows: unknown[]; sliceM
  */
 export interface EvaluateTask { op: 'evaluate'; plan: PlanRef; body: Record<string, unknown>; stored: import('../../evaluation/index.js').StoredContext; deadlineMs: number }
 
+/** Every task the pool sends a scan worker (workers/scan.ts). */
 export type ScanTask = PrepareTask | MatchTask | EvaluateTask;
 
 /** The prepare answer: the first compile problem (null when none) and the person keys rows need (null: all). */

@@ -5,12 +5,12 @@
  * (`rust/feature-flags/src/properties/relative_date.rs` `naive_to_utc_in_tz`). Pure.
  */
 
+/** Milliseconds in a second, minute, hour, day and week (fixed durations: no leap seconds, as chrono). */
 export const SECOND_MS = 1000;
 export const MINUTE_MS = 60_000;
 export const HOUR_MS = 3_600_000;
 export const DAY_MS = 86_400_000;
 export const WEEK_MS = 7 * DAY_MS;
-
 
 // ---------------------------------------------------------------------------------------------
 // Civil calendar arithmetic (proleptic Gregorian, days since 1970-01-01), allocation free.
@@ -29,6 +29,7 @@ export function daysFromCivil(year: number, month: number, day: number): number 
 /** Scratch output of {@link civilFromDays}; reused so hot paths do not allocate. */
 export const civil = { year: 0, month: 0, day: 0 };
 
+/** The proleptic-Gregorian date of `days` since 1970-01-01, written into (and returning) {@link civil}. */
 export function civilFromDays(days: number): typeof civil {
   const z = days + 719468;
   const era = Math.floor(z / 146097);
