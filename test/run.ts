@@ -1,7 +1,8 @@
 /**
- * `make test`: runs every `*.test.js` under dist/test, each file in its own node process
- * (test/support/schedule.ts), longest first (test/support/order.ts), and ends with a
- * summary listing the slowest files (test/support/summary.ts). Exits 1 when any file fails.
+ * `make test`: runs every `*.test.js` under dist/test, each system test in its own node process
+ * and the others in a few batches that share one (test/support/batches.ts, schedule.ts), longest
+ * first (test/support/order.ts), and ends with a summary listing the slowest files
+ * (test/support/summary.ts). Exits 1 when any file fails.
  *
  * Unless DATABASE_URL is set, one throw-away embedded Postgres cluster is started for the whole
  * run (test/support/postgres.ts). Either way one migrated template database is built first;
@@ -19,9 +20,10 @@ import { fileURLToPath } from 'node:url';
 import type { EmbeddedCluster } from '../src/control-plane/db/embedded.js';
 import { TEMPLATE_ENV } from './support/db.js';
 import { createTemplateDatabase, startTestPostgres } from './support/postgres.js';
-import { orderFiles, readDurations, writeDurations, type Durations } from './support/order.js';
+import { expectation, readDurations, writeDurations, type Durations } from './support/order.js';
+import { formUnits } from './support/batches.js';
 import { killRunning, runFiles } from './support/schedule.js';
-import { fileOk, formatSummary } from './support/summary.js';
+import { fileOk, formatSummary, unitName } from './support/summary.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** Where each run leaves its per-file wall times for the next run's order. */
@@ -97,15 +99,21 @@ async function main(): Promise<number> {
     console.log(`ℹ Postgres and the template database ready in ${((Date.now() - started) / 1000).toFixed(1)} s; ${files.length} files, ${concurrency()} at a time`);
     const scratchDir = fs.mkdtempSync(path.join(tmp, 'counts-'));
     const quiet = process.env.TEST_QUIET === '1';
-    const runs = await runFiles(orderFiles(files, readDurations(durationsFile), rel), {
+    const units = formUnits(files, expectation(files, readDurations(durationsFile), rel), rel);
+    console.log(`ℹ ${units.length} processes: ${units.filter((u) => u.length === 1).length} files alone, ${units.filter((u) => u.length > 1).length} batches`);
+    const runs = await runFiles(units, {
       concurrency: concurrency(), env, scratchDir, fileTimeoutMs: FILE_TIMEOUT_MS,
       onDone(run) {
         if (quiet && fileOk(run)) return;
-        process.stdout.write(`\n── ${rel(run.file)} (${(run.durationMs / 1000).toFixed(1)} s)\n${run.output}`);
+        process.stdout.write(`\n── ${unitName(run, rel)} (${(run.durationMs / 1000).toFixed(1)} s)\n${run.output}`);
       },
     });
     const measured: Durations = {};
-    for (const r of runs) if (!r.timedOut) measured[rel(r.file)] = r.durationMs;
+    for (const r of runs) {
+      if (r.timedOut) continue;
+      if (r.files.length === 1) measured[rel(r.file)] = r.durationMs;
+      else for (const t of r.timings) measured[t.file] = t.wallMs;
+    }
     try { writeDurations(durationsFile, measured); } catch { /* only the next run's order suffers */ }
     console.log(formatSummary(runs, Date.now() - started, rel));
     return runs.every(fileOk) ? 0 : 1;

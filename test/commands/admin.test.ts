@@ -1,5 +1,5 @@
 /**
- * Issue 9 item 5, first-use rough edges of the administrative commands: `keys`/`users`/`quota`
+ * `keys`/`users`/`quota`
  * refuse to create a database of their own (a command run outside the server's data dir used to
  * start a second, empty cluster and report success), with exit 2 and one line saying what to
  * set; and a bootstrap project key that a data dir cannot take is reported, not silently dropped.

@@ -38,10 +38,10 @@ export function estimateMs(rel: string, bytes: number): number {
 }
 
 /**
- * Sorts `files` (absolute paths) longest expected first. `rel` maps a file to its durations key;
- * ties keep alphabetical order.
+ * Each file's expected wall time in milliseconds: its figure in `durations` (keyed by `rel`), else
+ * {@link estimateMs} from its place and size.
  */
-export function orderFiles(files: readonly string[], durations: Durations, rel: (file: string) => string): string[] {
+export function expectation(files: readonly string[], durations: Durations, rel: (file: string) => string): (file: string) => number {
   const expected = new Map<string, number>();
   for (const f of files) {
     const key = rel(f);
@@ -53,5 +53,14 @@ export function orderFiles(files: readonly string[], durations: Durations, rel: 
     }
     expected.set(f, ms);
   }
-  return [...files].sort((a, b) => expected.get(b)! - expected.get(a)! || a.localeCompare(b));
+  return (f) => expected.get(f) ?? 0;
+}
+
+/**
+ * Sorts `files` (absolute paths) longest expected first. `rel` maps a file to its durations key;
+ * ties keep alphabetical order.
+ */
+export function orderFiles(files: readonly string[], durations: Durations, rel: (file: string) => string): string[] {
+  const expected = expectation(files, durations, rel);
+  return [...files].sort((a, b) => expected(b) - expected(a) || a.localeCompare(b));
 }

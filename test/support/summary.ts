@@ -7,7 +7,22 @@ import type { FileRun } from './schedule.js';
 /** How many of the slowest files the summary lists. */
 export const SLOWEST_SHOWN = 10;
 
-/** True when the file ran to its end and nothing in it failed. */
+/** A unit's name: the file, or a batch's first file and how many more ran with it. */
+export function unitName(run: FileRun, rel: (file: string) => string): string {
+  return run.files.length === 1 ? rel(run.file) : `${rel(run.file)} and ${run.files.length - 1} more files (one process)`;
+}
+
+/** One file's figures: wall and CPU in milliseconds (CPU null where unknown). */
+interface FileFigures { name: string; wallMs: number; cpuMs: number | null }
+
+/** Per-file figures: a lone file's process, or each batched file's own timing. */
+function fileFigures(runs: readonly FileRun[], rel: (file: string) => string): FileFigures[] {
+  return runs.flatMap((r) => (r.files.length === 1
+    ? [{ name: rel(r.file), wallMs: r.durationMs, cpuMs: r.cpuMs }]
+    : r.timings.map((t) => ({ name: t.file, wallMs: t.wallMs, cpuMs: t.cpuMs }))));
+}
+
+/** True when the unit ran to its end and nothing in it failed. */
 export function fileOk(run: FileRun): boolean {
   return !run.timedOut && run.exitCode === 0 && run.counts !== null && run.counts.fail === 0;
 }
@@ -24,26 +39,27 @@ export function formatSummary(runs: readonly FileRun[], wallMs: number, rel: (fi
     for (const k of Object.keys(t) as (keyof typeof t)[]) t[k] += r.counts[k];
   }
   const lines: string[] = ['', '── summary ──'];
-  lines.push(`ℹ files ${runs.length}`);
+  lines.push(`ℹ files ${runs.reduce((a, r) => a + r.files.length, 0)} in ${runs.length} processes`);
   for (const k of Object.keys(t) as (keyof typeof t)[]) lines.push(`ℹ ${k} ${t[k]}`);
   const failed = runs.filter((r) => !fileOk(r));
   if (failed.length > 0) {
     lines.push('', `✖ ${failed.length} failed file(s):`);
     for (const r of failed) {
       const why = r.timedOut ? `killed: timed out ${r.stuckAt}` : r.counts === null ? `exited ${r.exitCode ?? 'on a signal'} before finishing a test` : `exit ${r.exitCode}`;
-      lines.push(`  ${rel(r.file)} (${why})`);
+      lines.push(`  ${unitName(r, rel)} (${why})`);
       for (const name of r.counts?.failures ?? []) lines.push(`    ✖ ${name}`);
     }
   }
-  const cpu = (r: FileRun) => (r.cpuMs === null ? '     ?' : (r.cpuMs / 1000).toFixed(1).padStart(6));
-  lines.push('', `slowest ${Math.min(SLOWEST_SHOWN, runs.length)} files (wall, CPU: seconds):`);
-  for (const r of [...runs].sort((a, b) => b.durationMs - a.durationMs).slice(0, SLOWEST_SHOWN)) {
-    lines.push(`  ${(r.durationMs / 1000).toFixed(1).padStart(6)} ${cpu(r)}  ${rel(r.file)}`);
+  const figures = fileFigures(runs, rel);
+  const cpu = (f: FileFigures) => (f.cpuMs === null ? '     ?' : (f.cpuMs / 1000).toFixed(1).padStart(6));
+  lines.push('', `slowest ${Math.min(SLOWEST_SHOWN, figures.length)} files (wall, CPU: seconds; a batched file's figures leave out loading the modules its batch shares):`);
+  for (const f of [...figures].sort((a, b) => b.wallMs - a.wallMs).slice(0, SLOWEST_SHOWN)) {
+    lines.push(`  ${(f.wallMs / 1000).toFixed(1).padStart(6)} ${cpu(f)}  ${f.name}`);
   }
   const measured = runs.filter((r) => r.cpuMs !== null);
   if (measured.length > 0) {
-    lines.push('', `most CPU (seconds; the files' ${(measured.reduce((a, r) => a + r.cpuMs!, 0) / 1000).toFixed(0)} s in all, Postgres not included):`);
-    for (const r of [...measured].sort((a, b) => b.cpuMs! - a.cpuMs!).slice(0, SLOWEST_SHOWN)) lines.push(`  ${cpu(r)}  ${rel(r.file)}`);
+    lines.push('', `most CPU (seconds; the processes' ${(measured.reduce((a, r) => a + r.cpuMs!, 0) / 1000).toFixed(0)} s in all, Postgres not included):`);
+    for (const f of figures.filter((x) => x.cpuMs !== null).sort((a, b) => b.cpuMs! - a.cpuMs!).slice(0, SLOWEST_SHOWN)) lines.push(`  ${cpu(f)}  ${f.name}`);
   }
   lines.push('', `ℹ wall ${(wallMs / 1000).toFixed(1)} s`);
   return lines.join('\n');

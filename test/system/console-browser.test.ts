@@ -1,5 +1,5 @@
 /**
- * Issue 15: the web console in Debian's Chromium (playwright-core; never a downloaded browser).
+ * The web console in Debian's Chromium (playwright-core; never a downloaded browser).
  * Signed in with the keyboard, a flag created through the console's form is served by a real node
  * on /flags, and disabling it from the list switches it off there too; an experiment created and
  * launched in the console, fed exposures and purchases through posthog-node and the node, shows

@@ -1,5 +1,5 @@
 /**
- * Issue 8 item 6: a node whose LMDB store was damaged while it was stopped (zeroed meta pages:
+ * A node whose LMDB store was damaged while it was stopped (zeroed meta pages:
  * SIGSEGV at open; a truncated data.mdb: SIGBUS; garbage scattered over its pages: failed
  * reads) starts anyway: it logs that it moved the store aside, rebuilds it from the control
  * plane and answers /flags as before. Real control plane, real `switchyard eval-node` child

@@ -1,5 +1,5 @@
 /**
- * Issue 8 item 8 for the embedded Postgres of `switchyard start`: a generated superuser
+ * Hardening for the embedded Postgres of `switchyard start`: a generated superuser
  * password kept in a 0600 file (the old built-in one is rotated away), a clear error when the
  * unprivileged `postgres` OS user cannot reach the data directory (root only), and a cluster
  * left running by a SIGKILLed `start` adopted by the next one and stopped with it.

@@ -1,7 +1,7 @@
 /**
- * Issue 11, as a system: an experiment created and launched through the management API, with a
- * 20 % holdout, is served by a real node — over 10,000 distinct ids on `/flags` the holdout
- * takes its share within ±1.5 points and the rest splits between control and test — and
+ * An experiment created and launched through the management API, with a
+ * 20 % holdout, is served by a real node — over 4,000 distinct ids on `/flags` the holdout
+ * takes its share within ±2 points (3 standard errors) and the rest splits between control and test — and
  * posthog-node (remote and local evaluation against the node) gets the same variants.
  */
 import { test } from 'node:test';
@@ -10,11 +10,11 @@ import { PostHog } from 'posthog-node';
 import { waitFor } from '../support/wait.js';
 import { flags, startCluster, waitReady } from './support.js';
 
-const IDS = 10_000;
+const IDS = 4_000;
 const HOLDOUT_PERCENT = 20;
 const CONCURRENCY = 50;
 
-test('a launched experiment with a 20 % holdout: /flags over 10,000 ids, and posthog-node agrees', async () => {
+test('a launched experiment with a 20 % holdout: /flags over 4,000 ids, and posthog-node agrees', async () => {
   const c = await startCluster();
   let ph: PostHog | null = null;
   try {
@@ -43,11 +43,11 @@ test('a launched experiment with a 20 % holdout: /flags over 10,000 ids, and pos
     const counts = new Map<string, number>();
     for (const v of variants.values()) counts.set(v, (counts.get(v) ?? 0) + 1);
     const share = (100 * (counts.get(holdoutVariant) ?? 0)) / IDS;
-    assert.ok(Math.abs(share - HOLDOUT_PERCENT) <= 1.5, `holdout share ${share.toFixed(2)} %`);
+    assert.ok(Math.abs(share - HOLDOUT_PERCENT) <= 2, `holdout share ${share.toFixed(2)} %`);
     assert.deepEqual([...counts.keys()].sort(), ['control', holdoutVariant, 'test'].sort());
     const control = (100 * counts.get('control')!) / IDS;
     const test = (100 * counts.get('test')!) / IDS;
-    assert.ok(Math.abs(control - test) <= 3, `control ${control.toFixed(2)} % vs test ${test.toFixed(2)} %`);
+    assert.ok(Math.abs(control - test) <= 4.5, `control ${control.toFixed(2)} % vs test ${test.toFixed(2)} %`);
 
     ph = new PostHog(t.projectKey, { host: node.http.url, personalApiKey: t.personalKey, featureFlagsPollingInterval: 100, flushAt: 1000, flushInterval: 0, disableGeoip: true });
     assert.equal(await ph.waitForLocalEvaluationReady(10_000), true);

@@ -1,5 +1,5 @@
 /**
- * Issue 12, end to end: posthog-node evaluates a launched experiment's flag on a real node (which
+ * Posthog-node evaluates a launched experiment's flag on a real node (which
  * makes it send `$feature_flag_called` exposures) and captures conversions; the node ships the
  * events to the control plane; `POST /query/` then returns exactly the per-variant figures a
  * direct computation from what the test sent predicts, with the statistics the module gives for

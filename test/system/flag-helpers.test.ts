@@ -1,5 +1,5 @@
 /**
- * Issue 13 item 2 (F13, F14, F16), as a system: the control plane's answers for one person equal
+ * The control plane's answers for one person equal
  * what a real node serves on `/flags` for that person (stored properties, static cohort, rollout,
  * variants) — the same evaluation core over the same stored state — and bulk_keys follows
  * PostHog's shapes.

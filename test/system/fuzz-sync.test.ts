@@ -1,5 +1,5 @@
 /**
- * Issue 8 "Done when": bounded random hostile input through the whole path. Seeded random
+ * Bounded random hostile input through the whole path. Seeded random
  * capture batches (deep, large and unicode values: NUL, lone surrogates, `__proto__` and
  * `constructor` keys, long ids, `$identify` / `$create_alias` / `$groupidentify` / `$set`) go
  * to two real node services; then:

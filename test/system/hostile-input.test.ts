@@ -11,7 +11,9 @@
  * shared cores, where scheduling alone moves these figures by tens of milliseconds, while every
  * stall these attacks caused before they were bounded lasted seconds. So a case fails when B's
  * p99 passes max(1 s, 5 × idle) or the loop delay's p99 max(500 ms, 5 × idle), the idle figures
- * measured first in the same run, or when any of B's requests failed.
+ * measured first in the same run (or, when that is higher, 5 × a quiet window measured right after
+ * the attack: a loaded machine is not a stall), or when any of B's requests failed. Each attack's own answer
+ * is held to a per-request budget scaled by the same baseline (QUIET_BUDGET, paceOf).
  */
 import { after, before, describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
@@ -26,14 +28,46 @@ const TARGET = { flagsP99Ms: 100, apiP99Ms: 100, loopP99Ms: 50 } as const;
 const STALL = { flagsP99Ms: 1_000, apiP99Ms: 1_000, loopP99Ms: 500 } as const;
 /** A case may be this many times the idle figure when that is above the stall bound (shared CI cores). */
 const BASELINE_FACTOR = 5;
-/** Client-side deadline of one attack request, in ms. */
-const ATTACK_DEADLINE_MS = 5_000;
-/** How long a parser attack may take to be refused, upload included, in ms. */
-const PARSE_BUDGET_MS = 1_500;
-/** How long one `/flags` for A may take, whatever its flags cost (the per-request budget), in ms. */
-const A_FLAGS_BUDGET_MS = 1_000;
-/** How long a malformed HTTP request may stay unanswered and open, in ms. */
-const RAW_BUDGET_MS = 1_000;
+/**
+ * Per-request time budgets, in ms, as on a quiet machine: the client deadline of one attack
+ * request, a parser attack's refusal (upload included), one `/flags` for A whatever its flags
+ * cost, a malformed HTTP request left open, a throttled key's 429. The run multiplies them by its
+ * pace ({@link paceOf}): every one is far below the stalls these attacks caused before they were
+ * bounded (5–19 s), so a loaded machine must not turn them into failures.
+ */
+const QUIET_BUDGET = { attackDeadlineMs: 5_000, parseMs: 1_500, aFlagsMs: 1_000, rawMs: 1_000, throttledMs: 1_000 } as const;
+/**
+ * How long a malformed request's connection is watched, in ms: not scaled, as it must end before
+ * the node's idle timeout (about 10 s) closes a connection left open.
+ */
+const RAW_WATCH_MS = QUIET_BUDGET.attackDeadlineMs;
+/** B's idle p99 on a quiet 2-core machine, in ms: the idle baseline over it gives the pace. */
+const QUIET_IDLE_P99_MS = 50;
+/** Largest pace a run is granted. */
+const MAX_PACE = 4;
+let ATTACK_DEADLINE_MS: number = QUIET_BUDGET.attackDeadlineMs;
+let PARSE_BUDGET_MS: number = QUIET_BUDGET.parseMs;
+let A_FLAGS_BUDGET_MS: number = QUIET_BUDGET.aFlagsMs;
+let RAW_BUDGET_MS: number = QUIET_BUDGET.rawMs;
+let THROTTLED_BUDGET_MS: number = QUIET_BUDGET.throttledMs;
+
+/**
+ * How much slower this run's machine is than a quiet one: B's idle p99 (the larger of `/flags`
+ * and management) over {@link QUIET_IDLE_P99_MS}, between 1 and {@link MAX_PACE}.
+ */
+function paceOf(f: Figures): number {
+  return Math.min(MAX_PACE, Math.max(1, Math.max(f.flagsP99Ms, f.apiP99Ms) / QUIET_IDLE_P99_MS));
+}
+
+/** Scales the per-request budgets by `pace`, to whole milliseconds. */
+function setPace(pace: number): void {
+  // Whole milliseconds: AbortSignal.timeout takes integers only.
+  ATTACK_DEADLINE_MS = Math.round(QUIET_BUDGET.attackDeadlineMs * pace);
+  PARSE_BUDGET_MS = Math.round(QUIET_BUDGET.parseMs * pace);
+  A_FLAGS_BUDGET_MS = Math.round(QUIET_BUDGET.aFlagsMs * pace);
+  RAW_BUDGET_MS = Math.round(QUIET_BUDGET.rawMs * pace);
+  THROTTLED_BUDGET_MS = Math.round(QUIET_BUDGET.throttledMs * pace);
+}
 /** Deadline of the control plane's person scans in this stack (SWITCHYARD_SCAN_TIMEOUT_MS), in ms. */
 const SCAN_TIMEOUT_MS = 3_000;
 /**
@@ -124,14 +158,26 @@ async function flagsLoad(personProperties: Record<string, unknown>, width: numbe
   return calls;
 }
 
-/** The limits a case is held to: the stall bounds, or BASELINE_FACTOR × idle when that is larger. */
-function limits(): { flags: number; api: number; loop: number } {
-  assert.ok(idle, 'the idle baseline must run first');
+/**
+ * The limits a case is held to: the stall bounds, or BASELINE_FACTOR × the idle figures when that
+ * is larger (`baseline`: the run's idle baseline, or a quiet window measured just after the case).
+ */
+function limits(baseline: Figures | undefined = idle): { flags: number; api: number; loop: number } {
+  assert.ok(baseline, 'the idle baseline must run first');
   return {
-    flags: Math.max(STALL.flagsP99Ms, BASELINE_FACTOR * idle.flagsP99Ms),
-    api: Math.max(STALL.apiP99Ms, BASELINE_FACTOR * idle.apiP99Ms),
-    loop: Math.max(STALL.loopP99Ms, BASELINE_FACTOR * idle.loop.p99Ms),
+    flags: Math.max(STALL.flagsP99Ms, BASELINE_FACTOR * baseline.flagsP99Ms),
+    api: Math.max(STALL.apiP99Ms, BASELINE_FACTOR * baseline.apiP99Ms),
+    loop: Math.max(STALL.loopP99Ms, BASELINE_FACTOR * baseline.loop.p99Ms),
   };
+}
+
+/** B's figures past `lim`, as problems. */
+function stalls(f: Figures, lim: { flags: number; api: number; loop: number }): string[] {
+  const p: string[] = [];
+  if (f.flagsP99Ms > lim.flags) p.push(`B /flags p99 ${fmt(f.flagsP99Ms)} ms > ${fmt(lim.flags)} ms`);
+  if (f.apiP99Ms > lim.api) p.push(`B management p99 ${fmt(f.apiP99Ms)} ms > ${fmt(lim.api)} ms`);
+  if (f.loop.p99Ms > lim.loop) p.push(`control-plane loop delay p99 ${fmt(f.loop.p99Ms)} ms > ${fmt(lim.loop)} ms`);
+  return p;
 }
 
 /** `ms` formatted with ✓ when within `target`, ✗ past it. */
@@ -155,11 +201,17 @@ async function hostileCase<T>(t: TestContext, name: string, attack: () => Promis
   ];
   rows.push(row);
   t.diagnostic(row.join(' | '));
-  const lim = limits();
   const problems = judge(r);
-  if (f.flagsP99Ms > lim.flags) problems.push(`B /flags p99 ${fmt(f.flagsP99Ms)} ms > ${fmt(lim.flags)} ms`);
-  if (f.apiP99Ms > lim.api) problems.push(`B management p99 ${fmt(f.apiP99Ms)} ms > ${fmt(lim.api)} ms`);
-  if (f.loop.p99Ms > lim.loop) problems.push(`control-plane loop delay p99 ${fmt(f.loop.p99Ms)} ms > ${fmt(lim.loop)} ms`);
+  let slow = stalls(f, limits());
+  if (slow.length > 0) {
+    // Past the run's idle limits: the attack, or the other suites sharing these cores? A quiet
+    // window right after the attack tells: a stall the attack caused is over by then, a loaded
+    // machine is not. The case is held to that window's figures when they are higher.
+    const { figures: nearby } = await s.measure(() => sleep(1_500));
+    slow = stalls(f, limits(nearby)).map((p) => `${p} (quiet window after it: /flags ${fmt(nearby.flagsP99Ms)}, management ${fmt(nearby.apiP99Ms)}, loop ${fmt(nearby.loop.p99Ms)} ms)`);
+    t.diagnostic(`re-judged against a quiet window after the attack: ${slow.length === 0 ? 'within its limits' : 'still past them'}`);
+  }
+  problems.push(...slow);
   if (f.flagsErrors.length) problems.push(`B /flags failed ${f.flagsErrors.length}×: ${[...new Set(f.flagsErrors)].join(', ')}`);
   if (f.apiErrors.length) problems.push(`B management failed ${f.apiErrors.length}×: ${[...new Set(f.apiErrors)].join(', ')}`);
   assert.deepEqual(problems, [], `${name}: ${problems.join('; ')}`);
@@ -241,7 +293,8 @@ describe('hostile input from one project leaves another unaffected', { concurren
   test('idle baseline', async (t) => {
     const { figures } = await s.measure(() => sleep(1_500));
     idle = figures;
-    const row = ['idle baseline', 'no attack', `${fmt(figures.flagsP99Ms)} ms (n=${figures.flagsCount})`, `${fmt(figures.apiP99Ms)} ms (n=${figures.apiCount})`, `${fmt(figures.loop.p99Ms)} / ${fmt(figures.loop.maxMs)} ms`];
+    setPace(paceOf(figures));
+    const row = [`idle baseline (pace ×${paceOf(figures).toFixed(1)})`, 'no attack', `${fmt(figures.flagsP99Ms)} ms (n=${figures.flagsCount})`, `${fmt(figures.apiP99Ms)} ms (n=${figures.apiCount})`, `${fmt(figures.loop.p99Ms)} / ${fmt(figures.loop.maxMs)} ms`];
     rows.push(row);
     t.diagnostic(row.join(' | '));
     assert.ok(figures.flagsCount > 10 && figures.apiCount > 10, 'B traffic flowed');
@@ -388,11 +441,11 @@ describe('hostile input from one project leaves another unaffected', { concurren
     return o.timedOut || (at !== null && at <= RAW_BUDGET_MS) ? [] : [`closed late, after ${RAW_BUDGET_MS} ms (${rawText(o)})`];
   };
   test('HTTP/1.0 on the node port stalls nothing', async (t) => {
-    await hostileCase(t, 'HTTP/1.0 → node', () => rawExchange(s.nodeHost, s.nodePort, 'GET /_health HTTP/1.0\r\n\r\n', ATTACK_DEADLINE_MS), rawText, rawJudge);
+    await hostileCase(t, 'HTTP/1.0 → node', () => rawExchange(s.nodeHost, s.nodePort, 'GET /_health HTTP/1.0\r\n\r\n', RAW_WATCH_MS), rawText, rawJudge);
   });
 
   test('HTTP/1.1 without Host on the node port stalls nothing', async (t) => {
-    await hostileCase(t, 'HTTP/1.1 without Host → node', () => rawExchange(s.nodeHost, s.nodePort, 'GET /_health HTTP/1.1\r\n\r\n', ATTACK_DEADLINE_MS), rawText, rawJudge);
+    await hostileCase(t, 'HTTP/1.1 without Host → node', () => rawExchange(s.nodeHost, s.nodePort, 'GET /_health HTTP/1.1\r\n\r\n', RAW_WATCH_MS), rawText, rawJudge);
   });
 
   test('OFREP flag keys that name Object.prototype members', async (t) => {
@@ -418,7 +471,7 @@ describe('hostile input from one project leaves another unaffected', { concurren
     }, ({ calls, ms }) => `${summary(calls)}, all in ${fmt(ms)} ms`,
     ({ calls }) => [
       ...(calls.some((c) => c.status === 429) ? [] : ['no 429 among 600 invalid keys']),
-      ...calls.filter((c) => c.status === 429 && c.ms > 1_000).slice(0, 1).map((c) => `a 429 took ${fmt(c.ms)} ms`),
+      ...calls.filter((c) => c.status === 429 && c.ms > THROTTLED_BUDGET_MS).slice(0, 1).map((c) => `a 429 took ${fmt(c.ms)} ms`),
     ]);
   });
 

@@ -1,5 +1,5 @@
 /**
- * Issue 14 item 1: a node with two IO threads (`ioThreads: 2`) on one port. Requests on fresh
+ * A node with two IO threads (`ioThreads: 2`) on one port. Requests on fresh
  * connections land on both threads (the kernel spreads them); a flag created after start is
  * served by both (the main thread relays store changes); capture sent over many connections
  * reaches the control plane whole (durable appends through the main thread's outbox); /flags

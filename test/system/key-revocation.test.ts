@@ -1,5 +1,5 @@
 /**
- * Issue 8 item 7 as a system: a personal API key revoked through PostHog's
+ * As a system: a personal API key revoked through PostHog's
  * `DELETE /api/personal_api_keys/:id/`, or withdrawn by `switchyard users deactivate`, stops
  * working on the control plane and, through the change log, on an evaluation node's
  * `/flags/definitions`. Real control plane, Postgres, gRPC Watch, node and CLI process.

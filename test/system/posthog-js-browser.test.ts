@@ -1,5 +1,5 @@
 /**
- * Issue 9 item 1 as a user sees it: posthog-js, unchanged (its `array.js` bundle, as the
+ * What posthog-js needs from a node, as a user sees it: posthog-js, unchanged (its `array.js` bundle, as the
  * snippet loads it), in Debian's headless Chromium on a page served from another origin, pointed
  * at a real node of a real cluster. Remote config (`config.js`), CORS preflights, /flags and
  * capture all cross origins; flags must equal what POST /flags answers for the same 200 users

@@ -1,5 +1,5 @@
 /**
- * Issue 9: posthog-python, unchanged, against a real node: remote evaluation (`/flags`) and local
+ * Posthog-python, unchanged, against a real node: remote evaluation (`/flags`) and local
  * evaluation (the `/flags/definitions` feed with a personal API key) must both equal what POST
  * /flags answers, for 200 users across rollout, multivariate with payloads, person-property,
  * group and cohort flags. The SDK is installed by pip into a fresh venv (the machine's package index; the

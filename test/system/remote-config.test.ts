@@ -1,5 +1,5 @@
 /**
- * Issue 9 items 1 and 2 through the management API: project settings (PATCH /api/projects/<id>/)
+ * Remote config through the management API: project settings (PATCH /api/projects/<id>/)
  * reach every node's posthog-js remote config through the change log, and F10
  * `…/feature_flags/<id or key>/remote_config` answers on the control plane and on a node, where
  * the real posthog-node `getRemoteConfigPayload` reads it. Real Postgres, gRPC, node, SDK.

@@ -1,5 +1,5 @@
 /**
- * Issue 11 item 1, as a system: a static cohort uploaded through the management API (multipart
+ * A static cohort uploaded through the management API (multipart
  * CSV) reaches a real node over gRPC with its members, and `/flags` matches it — members get the
  * flag, others do not, whatever person properties the request sends — and a later upload is
  * served without a restart. Persons come from the real ingestion.

@@ -1,5 +1,5 @@
 /**
- * Issue 13 item 3 (F8, F9, dashboards and insights), as a system: a flag created through the API
+ * A flag created through the API
  * gets PostHog's usage dashboard; posthog-node evaluates the flag on a real node (sending
  * `$feature_flag_called`) and captures `$feature_view` events; once the node has shipped them,
  * the dashboard's insights show exactly the counts a direct computation from what the test sent

@@ -19,7 +19,6 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
-import { ThreadRpc } from '../../eval-node/index.js';
 
 /** Node id the image's Watch stream carries (control-plane logs and metrics). */
 export const IMAGE_NODE_ID = 'control-plane-snapshot-image';
@@ -57,6 +56,9 @@ export function imageConfig(config: Config, controlPlane: string): Config {
 export async function startImageReplica(config: Config, parentLog: Logger): Promise<ImageReplica> {
   const log = parentLog.child({ component: 'snapshot-image' });
   const init: ImageThreadInit = { config, nodeId: IMAGE_NODE_ID };
+  // Loaded here, not at module load: the node's modules (uWebSockets.js, LMDB) cost a control
+  // plane that runs no image nothing.
+  const { ThreadRpc } = await import('../../eval-node/index.js');
   const worker = new Worker(new URL('./replica-thread.js', import.meta.url), { workerData: init });
   const rpc = new ThreadRpc(worker);
   let ready = false;

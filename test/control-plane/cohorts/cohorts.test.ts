@@ -1,5 +1,5 @@
 /**
- * The cohorts API (issue 11 item 1) against a real control plane and Postgres: CRUD with soft
+ * The cohorts API against a real control plane and Postgres: CRUD with soft
  * delete, validation, dynamic counts from persons and from events (behavioural filters),
  * static cohorts from a CSV upload (multipart) with their members on the change log, scopes.
  * Persons and events are written by the real ingestion (`ingestEvents`).

@@ -1,5 +1,5 @@
 /**
- * TrendsQuery on `POST /query/` (issue 13 item 3) against a real control plane: events go through
+ * TrendsQuery on `POST /query/` against a real control plane: events go through
  * the real ingestion with timestamps spread over days and hours, and every series is checked
  * against a direct count of the same generated events in plain TypeScript (buckets in the
  * project's time zone, breakdown ranking and folding, dau, cumulative, aggregated displays,

@@ -1,5 +1,5 @@
 /**
- * Experiments E1–E7, E10, E11 (issue 11 item 2) against a real control plane and Postgres:
+ * Experiments E1–E7, E10, E11 against a real control plane and Postgres:
  * create with a new or a reused flag, every create/update validation rule of research §3.2–3.3,
  * the lifecycle with the flag's `active` following it, soft delete and restore, list filters,
  * duplicate naming, the exposure cohort, eligible flags, requires_flag_implementation, and one

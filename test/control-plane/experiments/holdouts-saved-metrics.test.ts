@@ -1,5 +1,5 @@
 /**
- * Holdouts and saved metrics (issue 11 item 3; research §3.10–3.11) against a real control
+ * Holdouts and saved metrics against a real control
  * plane: validation, `holdout-<id>` variants, holdout groups written into the experiment's flag
  * (and rewritten or cleared when the holdout changes), saved-metric uuids and names, links from
  * experiments with fingerprints and ordering.

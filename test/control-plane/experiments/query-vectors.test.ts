@@ -1,5 +1,5 @@
 /**
- * The shared statistics vectors through the query endpoint (issue 12 "done when"): for each
+ * The shared statistics vectors through the query endpoint: for each
  * PostHog vector the endpoint can express (mean, proportion, ratio; Welch, Bayesian, sequential),
  * events are generated whose per-user values have exactly the vector's sufficient statistics —
  * n users per arm, Σx and Σx² (two users carry the remainder of the variance) — captured through

@@ -1,5 +1,5 @@
 /**
- * The experiment query endpoint (issue 12 items 1–2) against a real control plane: events go
+ * The experiment query endpoint against a real control plane: events go
  * through the real ingestion, and every per-variant figure is checked against a direct
  * computation from the same generated events in plain TypeScript (a separate implementation of
  * research/experiments.md §2–§3), then the statistics against the statistics module fed those

@@ -1,5 +1,5 @@
 /**
- * E8/E9 timeseries (issue 12 item 5) against real control planes on one database: a control
+ * E8/E9 timeseries against real control planes on one database: a control
  * plane that does not work jobs enqueues a recalculation (pg-boss); it stops; another starts on
  * the same database, finds the job and computes one cumulative result per project-timezone day;
  * each day's figures equal a direct count of the exposures up to the end of that day.

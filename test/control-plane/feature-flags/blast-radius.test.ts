@@ -1,5 +1,5 @@
 /**
- * F17 user_blast_radius (issue 13 item 2) against a real control plane: persons and groups come
+ * F17 user_blast_radius against a real control plane: persons and groups come
  * from the real ingestion; every count equals a direct count over the generated properties.
  */
 import { test, before, after } from 'node:test';

@@ -73,7 +73,7 @@ const CASES: Case[] = [
   { name: 'group flag needs the same group_type_index', body: () => ({ key: 'f16', filters: { ...groups({ key: 'name', type: 'group', value: 'x', group_type_index: 1 }), aggregation_group_type_index: 0 } }), attr: 'filters', code: 'invalid_input', detail: 'Filters are not valid (can only use group properties)' },
   { name: 'aggregation index must be an integer', body: () => ({ key: 'f16b', filters: { ...groups(), aggregation_group_type_index: '0' } }), attr: 'filters', code: 'invalid_input', detail: 'aggregation_group_type_index must be an integer or null' },
   { name: 'early_exit must be a boolean', body: () => ({ key: 'f16f', filters: { ...groups(), early_exit: 'yes' } }), attr: 'filters', code: 'invalid_input', detail: 'early_exit must be a boolean' },
-  // Issue 9 item 4: what the evaluator cannot evaluate is refused on write (beyond PostHog).
+  // What the evaluator cannot evaluate is refused on write (beyond PostHog).
   { name: 'unknown operator', body: () => ({ key: 'f16c', filters: groups(person({ operator: 'startswith' })) }), attr: 'filters', code: 'invalid_operator', detail: /^Invalid property filter "email" \(operator\): unknown operator "startswith"/ },
   { name: 'invalid semver value', body: () => ({ key: 'f16d', filters: groups(person({ key: 'app_version', operator: 'semver_gt', value: 'one.two' })) }), attr: 'filters', code: 'invalid_input', detail: /^Invalid property filter "app_version" \(value\)/ },
   { name: 'group type index without a group type', body: () => ({ key: 'f16e', filters: { ...groups({ key: 'name', type: 'group', value: 'x', group_type_index: 3 }), aggregation_group_type_index: 3 } }), attr: 'filters', code: 'invalid_group_type', detail: 'Invalid group type index 3: this project has no group type with that index.' },
@@ -85,8 +85,8 @@ const CASES: Case[] = [
   { name: 'cohort depending on a behavioural cohort rejected', body: () => ({ key: 'f22', filters: groups({ key: 'id', type: 'cohort', value: fx.nestedCohort }) }), attr: 'filters', code: 'behavioral_cohort_found', detail: "Cohort 'Pageviewers' with filters on events cannot be used in feature flags." },
   { name: 'dates must parse', body: () => ({ key: 'f23', filters: groups(person({ key: 'signup', value: 'not-a-date', operator: 'is_date_before' })) }), attr: 'filters', code: 'invalid_date', detail: 'Invalid date value: not-a-date' },
   { name: 'regex needs a string', body: () => ({ key: 'f24', filters: groups(person({ value: 5, operator: 'regex' })) }), attr: 'filters', code: 'invalid_value', detail: 'Invalid value for operator regex: 5' },
-  { name: 'regex must compile (issue 8)', body: () => ({ key: 'f24b', filters: groups(person({ value: '([a-z', operator: 'regex' })) }), attr: 'filters', code: 'invalid_regex', detail: /^Invalid regex pattern \(\[a-z: / },
-  { name: 'not_regex must compile (issue 8)', body: () => ({ key: 'f24c', filters: groups(person({ value: '(?>atomic)', operator: 'not_regex' })) }), attr: 'filters', code: 'invalid_regex', detail: /^Invalid regex pattern \(\?>atomic\): / },
+  { name: 'regex must compile', body: () => ({ key: 'f24b', filters: groups(person({ value: '([a-z', operator: 'regex' })) }), attr: 'filters', code: 'invalid_regex', detail: /^Invalid regex pattern \(\[a-z: / },
+  { name: 'not_regex must compile', body: () => ({ key: 'f24c', filters: groups(person({ value: '(?>atomic)', operator: 'not_regex' })) }), attr: 'filters', code: 'invalid_regex', detail: /^Invalid regex pattern \(\?>atomic\): / },
   { name: 'regex program within the size bound', body: () => ({ key: 'f24d', filters: groups(person({ value: '(?i)\\w{1,1000}!', operator: 'regex' })) }), attr: 'filters', code: 'invalid_regex', detail: /^Invalid regex pattern \(\?i\)\\w\{1,1000\}!: the compiled pattern is too large \(\d+ program units, more than 250000\)\.$/ },
   { name: 'gt needs a string', body: () => ({ key: 'f25', filters: groups(person({ value: [1, 2], operator: 'gt' })) }), attr: 'filters', code: 'invalid_value', detail: 'Invalid value for operator gt: [1, 2]' },
   { name: 'in only for cohorts', body: () => ({ key: 'f26', filters: groups(person({ value: ['a'], operator: 'in' })) }), attr: 'filters', code: 'invalid_operator', detail: "The 'in' operator is only valid for cohort properties, not 'person' properties." },
@@ -218,7 +218,7 @@ test('409 conflict only when version is stale, original_flag given and the same 
   assert.equal((await t.request('PATCH', `${base}${f.id}/`, { body: { name: 'fresh', version: cur.version, original_flag: f } })).status, 200);
 });
 
-test('issue 8: filters nested deeper than 128 levels → 400 attr filters, on create and update; nothing is written', async () => {
+test('filters nested deeper than 128 levels → 400 attr filters, on create and update; nothing is written', async () => {
   let deep: unknown = 'v';
   for (let i = 0; i < 1_450; i++) deep = { a: deep };
   const filters = { groups: [{ properties: [], rollout_percentage: 100 }], payloads: { true: '1' }, extra: deep };

@@ -141,7 +141,7 @@ function deepEventBytes(distinctId: string, depth: number): { uuid: string; byte
   return { uuid: e.uuid, bytes: Buffer.concat([Buffer.from([0x86]), entries, key, levels, Buffer.from([0x01])]) };
 }
 
-test('issue 8: a forged batch with a 2,400-deep event and a 6,000-char $anon_distinct_id is acked; both are dead-lettered, the rest ingested', async () => {
+test('a forged batch with a 2,400-deep event and a 6,000-char $anon_distinct_id is acked; both are dead-lettered, the rest ingested', async () => {
   const { client, close } = await serve();
   try {
     const good = [event('dl-good-1'), event('dl-good-2')];
@@ -164,7 +164,7 @@ test('issue 8: a forged batch with a 2,400-deep event and a 6,000-char $anon_dis
   }
 });
 
-test('issue 8: an event Postgres refuses for its content is dead-lettered with the database message; its batch is not', async () => {
+test('an event Postgres refuses for its content is dead-lettered with the database message; its batch is not', async () => {
   // A test-only constraint in this suite's own database: casting 'abc' to int raises 22P02.
   await db.sql`ALTER TABLE events ADD CONSTRAINT dl_test_numeric CHECK (coalesce((properties->>'n')::int, 0) >= 0)`;
   const { client, close } = await serve();
@@ -184,7 +184,7 @@ test('issue 8: an event Postgres refuses for its content is dead-lettered with t
   }
 });
 
-test('issue 8: a $set that would grow a person past MAX_PROPERTIES_BYTES is not applied; the event is stored', async () => {
+test('a $set that would grow a person past MAX_PROPERTIES_BYTES is not applied; the event is stored', async () => {
   const base = event('blob-user');
   const r1 = await ingestEvents(db.sql, [{ ...base, properties: { $set: { plan: 'pro' } } }]);
   assert.equal(r1.inserted, 1);

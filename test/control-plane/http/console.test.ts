@@ -1,5 +1,5 @@
 /**
- * The console's files on the control plane (issue 15): `GET /` is the console's page for a
+ * The console's files on the control plane: `GET /` is the console's page for a
  * browser (with a same-origin Content-Security-Policy) and the JSON index for API clients; the
  * bundle's script and styles are served from dist/console.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 8 item 8, management API side, over real HTTP and Postgres: NUL bytes and out-of-range
+ * NUL bytes and out-of-range
  * ids answer 400 (not 500); every answer carries `nosniff` and `no-store`; `next`/`previous`
  * links use SWITCHYARD_API_URL whatever the Host header says; a flag cannot be re-enabled while
  * a flag it depends on is deleted.

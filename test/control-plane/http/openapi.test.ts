@@ -1,5 +1,5 @@
 /**
- * The OpenAPI document at `GET /api/schema/` (issue 10 item 2), against a real control plane:
+ * The OpenAPI document at `GET /api/schema/`, against a real control plane:
  * it validates against the OpenAPI 3.1 specification, lists every declared route with its
  * scope, each documented operation refuses a key without its scope and admits a key with only
  * that scope, and a TypeScript client generated from it (openapi-typescript) type-checks good

@@ -1,5 +1,5 @@
 /**
- * Rate limits of the management API (issue 10 item 4), against real control planes with small
+ * Rate limits of the management API, against real control planes with small
  * limits: PostHog's per-key burst (per minute) and sustained (per hour) limits, the
  * local-evaluation feed's per-project limit, 429 with PostHog's throttled body and Retry-After,
  * and 0 turning a limit off.

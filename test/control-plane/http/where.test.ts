@@ -1,5 +1,5 @@
 /**
- * Issue 9 item 5: the wrong port says where things are. `GET /` on the management API describes
+ * The wrong port says where things are. `GET /` on the management API describes
  * it; SDK paths (`/flags`, `/decide`, capture, remote config) sent to it are 404 naming the
  * evaluation node's port; `GET /` on a node lists its routes. Real control plane and node.
  */

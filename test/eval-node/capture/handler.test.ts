@@ -179,7 +179,7 @@ function deepJson(depth: number): string {
   return '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
 }
 
-test('issue 8: events past the depth or linked-id bounds are refused with 400 naming the event and field; nothing is stored', async () => {
+test('events past the depth or linked-id bounds are refused with 400 naming the event and field; nothing is stored', async () => {
   const cases: { name: string; body: string; field: RegExp }[] = [
     { name: '$set nested 200 levels', body: `[{"api_key":"${TOKEN}","event":"ok","distinct_id":"u"},{"api_key":"${TOKEN}","event":"$set","distinct_id":"u","properties":{"$set":${deepJson(200)}}}]`, field: /^event 1 \("\$set"\): properties nests deeper than 128 levels$/ },
     { name: 'top-level $set_once nested 128 levels', body: `{"api_key":"${TOKEN}","event":"x","distinct_id":"u","$set_once":${deepJson(128)}}`, field: /^event 0 \("x"\): \$set_once nests deeper than 127 levels$/ },
@@ -202,7 +202,7 @@ test('issue 8: events past the depth or linked-id bounds are refused with 400 na
   assert.equal(stored.length, 1);
 });
 
-test('issue 8: NUL and lone surrogates are replaced by U+FFFD in accepted events (Postgres cannot store them)', async () => {
+test('NUL and lone surrogates are replaced by U+FFFD in accepted events (Postgres cannot store them)', async () => {
   const { s, stored } = store();
   const body = `{"api_key":"${TOKEN}","event":"n\\u0000ame","distinct_id":"u\\ud800","properties":{"k\\u0000":"v\\udc00x","ok":"\\ud83d\\ude00","__proto__":{"polluted":true}}}`;
   const r = await handleCapture('/e/', '', JSON_HEADERS, Buffer.from(body), s, NOW);
@@ -216,7 +216,7 @@ test('issue 8: NUL and lone surrogates are replaced by U+FFFD in accepted events
   assert.equal(({} as Record<string, unknown>).polluted, undefined);
 });
 
-test('issue 8 item 4: bodies nested past 256 levels are refused before parsing; decoded bodies are capped (413)', async () => {
+test('bodies nested past 256 levels are refused before parsing; decoded bodies are capped (413)', async () => {
   const zlib = await import('node:zlib');
   const { s, stored } = store();
   const deep = await handleCapture('/e/', '', JSON_HEADERS, Buffer.from(`{"api_key":"${TOKEN}","event":"x","distinct_id":"u","properties":{"$set":${deepJson(1_250)}}}`), s, NOW);

@@ -1,5 +1,5 @@
 /**
- * Issue 8 item 4 through a real node over HTTP: small compressed bodies that used to expand into
+ * Through a real node over HTTP: small compressed bodies that used to expand into
  * seconds of work (20 M `[`, 20 M `NaN`, a gzip bomb) are refused with 400 or 413 before
  * parsing, and `NaN` in a normal body still reads as null (Rust's json5).
  */

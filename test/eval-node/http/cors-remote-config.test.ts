@@ -1,5 +1,5 @@
 /**
- * Issue 9 item 1: what posthog-js needs from a node before it sends anything — the remote
+ * What posthog-js needs from a node before it sends anything — the remote
  * config (`/array/<token>/config` and `config.js`, from the project's settings and flags) and
  * CORS preflights answered on every public route — and no CORS on the server-side feed.
  * Real LMDB store and uWebSockets.js server; real HTTP.

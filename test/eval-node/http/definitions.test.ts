@@ -132,7 +132,7 @@ test('probes: /_health, /_ready, /metrics', async () => {
   // Label order is the exporter's choice (Prometheus text format): either order.
   assert.match(m.text, /switchyard_node_http_request_duration_seconds_bucket\{(?:route="flags",le="0.005"|le="0.005",route="flags")\} \d+/);
   assert.match(m.text, /switchyard_node_revision \d+/);
-  // prom-client's default process metrics (issue 10 item 3).
+  // prom-client's default process metrics.
   assert.match(m.text, /switchyard_node_process_cpu_user_seconds_total \d/);
   assert.match(m.text, /switchyard_node_nodejs_eventloop_lag_seconds \d/);
   await postFlags(node, { distinct_id: 'no-token' });

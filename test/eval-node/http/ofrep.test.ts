@@ -1,5 +1,5 @@
 /**
- * Issue 9 item 6: OFREP on a node, driven by the real OpenFeature server SDK with the real OFREP
+ * OFREP on a node, driven by the real OpenFeature server SDK with the real OFREP
  * provider, and by plain HTTP for the protocol's edges. Expected values are what POST /flags
  * answers for the same user on the same node (one evaluator), never hard-coded.
  */

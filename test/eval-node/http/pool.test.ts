@@ -55,7 +55,7 @@ function normalizeIds(b: any): unknown {
 }
 
 
-test('a request too deep to parse (issue 8 item 4: refused before the pool) is a 400 in both modes; its batch-mates are unaffected', async () => {
+test('a request too deep to parse is a 400 in both modes; its batch-mates are unaffected', async () => {
   const pool = await startTestNode({ evalThreads: 2 });
   const inline = await startTestNode({ evalThreads: 0 });
   try {

@@ -1,5 +1,5 @@
 /**
- * Issue 8 item 8: HAProxy's default health check (`OPTIONS / HTTP/1.0`, or `GET /_ready HTTP/1.0`
+ * HAProxy's default health check (`OPTIONS / HTTP/1.0`, or `GET /_ready HTTP/1.0`
  * without Host) gets no answer from uWebSockets.js, so the node offers a node:http probe
  * listener (`SWITCHYARD_PROBE_PORT`) with the same /_health, /_ready and /metrics answers.
  * Real node store, real uWS server, raw TCP requests.

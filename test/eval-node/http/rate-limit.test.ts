@@ -1,5 +1,5 @@
 /**
- * Issue 10 item 4 (nodes): PostHog's 600/min/team on the local-evaluation feed as a token bucket
+ * PostHog's 600/min/team on the local-evaluation feed as a token bucket
  * per project; the 429 carries PostHog's throttled body and Retry-After. The bucket with an
  * injected clock; the endpoint on a real node.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 8 item 3 through a real node over HTTP: the regex patterns that froze a node (V8
+ * Through a real node over HTTP: the regex patterns that froze a node (V8
  * backtracking) answer at once with RE2's results, inline and in the Piscina pool; and a pool
  * task that runs past SWITCHYARD_EVAL_TASK_TIMEOUT_MS answers 503 `evaluation_timeout` while the
  * pool replaces its worker and goes on answering. The slow task is real: a lookahead pattern
@@ -10,6 +10,9 @@ import assert from 'node:assert/strict';
 import { flag, PROJECT_TOKEN, request, startTestNode, worldChanges } from './fixture.js';
 import { waitFor } from '../../support/wait.js';
 import { MAX_MATCH_SUBJECT_CHARS } from '../../../src/limits.js';
+
+/** The evaluation task limit of the timeout test, in ms. */
+const TASK_LIMIT_MS = 400;
 
 const emailRegex = (key: string, pattern: string) =>
   flag(key, { groups: [{ properties: [{ key: 'email', type: 'person', operator: 'regex', value: pattern }], rollout_percentage: 100 }] });
@@ -49,15 +52,20 @@ for (const evalThreads of [0, 1]) {
 }
 
 test('a pool task past the evaluation time limit answers 503 evaluation_timeout; the pool goes on', async () => {
-  const slow = flag('slow-lookahead', { groups: [{ properties: [{ key: 'name', type: 'person', operator: 'regex', value: '^(?=(a+)+$)' }], rollout_percentage: 100 }] });
-  const node = await startTestNode({ changes: worldChanges([slow]), evalThreads: 1, config: { evalTaskTimeoutMs: 20 } });
+  // 20 groups whose lookahead each runs into the 50 ms backtracking limit: about 1 s of work,
+  // far past the task limit, with the request budget lifted so only the task limit stops it. The
+  // limit stays well above a fresh worker's first (cold) task on a loaded machine, so the worker
+  // that replaces the stopped one can answer within it.
+  const groups = Array.from({ length: 20 }, () => ({ properties: [{ key: 'name', type: 'person', operator: 'regex', value: '^(?=(a+)+$)' }], rollout_percentage: 100 }));
+  const slow = flag('slow-lookahead', { groups });
+  const node = await startTestNode({ changes: worldChanges([slow]), evalThreads: 1, config: { evalTaskTimeoutMs: TASK_LIMIT_MS, evalBudgetMs: 60_000 } });
   try {
     const r = await request(`${node.url}/flags/?v=2`, {
       method: 'POST', headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ api_key: PROJECT_TOKEN, distinct_id: 'slow', person_properties: { name: 'a'.repeat(40) + '!' } }),
     });
     assert.equal(r.status, 503, r.text);
-    assert.deepEqual(r.json(), { type: 'server_error', code: 'evaluation_timeout', detail: 'Flag evaluation took longer than 20 ms; retry shortly.', attr: null });
+    assert.deepEqual(r.json(), { type: 'server_error', code: 'evaluation_timeout', detail: `Flag evaluation took longer than ${TASK_LIMIT_MS} ms; retry shortly.`, attr: null });
     // The replacement worker needs a moment to start (its first tasks may still time out).
     const after = await waitFor('a 200 from the replaced worker', async () => {
       const a = await request(`${node.url}/flags/?v=2`, {

@@ -1,5 +1,5 @@
 /**
- * Handing memory back after bulk work (issue 17 item 3) against a real LMDB environment and the
+ * Handing memory back after bulk work against a real LMDB environment and the
  * real kernel: madvise over the file mapping (mapped-pages.ts), and the quiet-after-bulk policy
  * (release.ts). Linux only (elsewhere the release reports `supported: false`, checked too).
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 8 item 6, at run time: a stored entity whose bytes were damaged under a running node
+ * A stored entity whose bytes were damaged under a running node
  * (scattered corruption) must not leave the node answering 500s while it reports ready. Real
  * LMDB file (edited in place; the map shares the page cache), real HTTP.
  */

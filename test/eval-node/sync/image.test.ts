@@ -1,5 +1,5 @@
 /**
- * Snapshot images (issue 17 item 2; control-plane/snapshot-image, eval-node/sync/image.ts) end
+ * Snapshot images end
  * to end: real Postgres, the real gRPC server keeping its image through a real Watch stream, real
  * nodes with LMDB stores. A node with no store installs a copy of the image and watches from its
  * revision; without an image it takes the Watch snapshot; a node with a store never asks.

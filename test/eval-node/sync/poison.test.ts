@@ -1,5 +1,5 @@
 /**
- * Issue 8 item 1, node side: changes a node cannot decode or apply (a payload nested past what
+ * Changes a node cannot decode or apply (a payload nested past what
  * msgpack can carry, ids past LMDB's key size) must not freeze sync. Real Postgres change log,
  * real gRPC Watch server, real node with an LMDB store; the poison goes straight into the
  * change log and the tables, as data written before the edge bounded it would be.

@@ -1,5 +1,5 @@
 /**
- * Issue 8 item 8: a `__proto__` key (msgpackr renames it `__proto_` when it unpacks into an
+ * A `__proto__` key (msgpackr renames it `__proto_` when it unpacks into an
  * object) survives control plane → gRPC → LMDB → `/flags`: as a person property a condition
  * matches on, as a variant key and as a payload key; and no prototype is polluted on the way.
  * Real Postgres, real gRPC Watch, real LMDB, real HTTP.

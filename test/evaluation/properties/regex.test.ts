@@ -188,7 +188,7 @@ test('accepted nested patterns stay fast on adversarial input', () => {
   assert.equal(f.test({ s: 'ab.'.repeat(680) + '!' }, 0), false);
 });
 
-test('issue 8: ReDoS patterns run in linear time on long adversarial subjects, with RE2 answers', () => {
+test('ReDoS patterns run in linear time on long adversarial subjects, with RE2 answers', () => {
   const cases: [pattern: string, subject: string, expected: boolean][] = [
     ['(\\w|\\d)+$', '1'.repeat(5_000) + '!', false],
     ['([a-z]|[a-z0-9])+@', 'a'.repeat(5_000) + '!', false],
