@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { PACKAGE_ROOT } from '../../src/paths.js';
+import { KNOWN_KEYS } from '../../src/stats/config.js';
 
 interface Vector { id: string; engine: string; category: string; method: string; config: Record<string, any>; inputs: Record<string, any>; expected: Record<string, any>; tolerance: { abs: number; per_field_tolerance?: Record<string, number> } }
 
@@ -123,4 +124,15 @@ test('switchyard stats: Holm and sample size', () => {
   const unknown = stats({ method: 'sample_size', config: { kind: 'revenue', baseline: 10 } });
   assert.equal(unknown.code, 2);
   assert.match(unknown.err, /config.kind must be one of funnel/);
+});
+
+test('switchyard stats --help and docs/statistics.md name every method and every config key', () => {
+  const help = spawnSync(process.execPath, [CLI, 'stats', '--help'], { encoding: 'utf8' }).stdout;
+  const doc = fs.readFileSync(path.join(PACKAGE_ROOT, 'docs', 'statistics.md'), 'utf8');
+  for (const [method, keys] of Object.entries(KNOWN_KEYS)) {
+    for (const word of [method, ...keys]) {
+      assert.ok(help.includes(word), `--help names ${word}`);
+      assert.ok(doc.includes(`\`${word}\``), `docs/statistics.md names \`${word}\``);
+    }
+  }
 });
