@@ -24,10 +24,9 @@
 import { isJsonObject, type JsonObject } from '../json-shapes.js';
 import { InputError } from './errors.js';
 import { checkPossible } from './possible.js';
-import type { ArmStatistic, CupedRatioProduct, MeanStatistic, SimpleStatistic } from './statistics.js';
+import type { CupedRatioProduct, MeanStatistic, SimpleStatistic, VariantInput } from './statistics.js';
 
-/** One variant as given. */
-export type VariantInput = ArmStatistic & { key: string; weight?: number };
+export type { VariantInput } from './statistics.js';
 
 const COMMON = ['key', 'type', 'n', 'number_of_samples', 'weight'];
 const FIELDS: Record<string, string[]> = {

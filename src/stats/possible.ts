@@ -7,9 +7,7 @@
  * without samples. Comparisons allow a relative slack of 1e-9 for floating-point summation noise.
  */
 import { InputError } from './errors.js';
-import type { MeanStatistic, SimpleStatistic } from './statistics.js';
-import { sampleCovariance, sumSquares } from './statistics.js';
-import type { VariantInput } from './parse-variant.js';
+import { sampleCovariance, sumSquares, type MeanStatistic, type SimpleStatistic, type VariantInput } from './statistics.js';
 
 const SLACK = 1e-9;
 

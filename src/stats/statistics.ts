@@ -42,6 +42,9 @@ export interface QuantileStatistic { type: 'quantile'; n: number; n_star: number
 /** Any arm statistic. */
 export type ArmStatistic = MeanStatistic | ProportionStatistic | RatioStatistic | CupedStatistic | CupedRatioStatistic | QuantileStatistic;
 
+/** One variant as given to `analyze`: a statistic with its key and optional expected traffic share. */
+export type VariantInput = ArmStatistic & { key: string; weight?: number };
+
 /** An arm reduced to what the tests use: sample size, mean and per-entity variance. */
 export interface Moments { n: number; mean: number; variance: number }
 
