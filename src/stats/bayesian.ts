@@ -6,7 +6,9 @@
  * Φ⁻¹(α/2), Φ⁻¹(1 − α/2) with α = 1 − ci_level; significant when the chance to win is above
  * ci_level or below 1 − ci_level. Risk (expected loss, GrowthBook's; PostHog computes it but does
  * not return it): [P(θ>0)·E[θ | θ>0], P(θ<0)·|E[θ | θ<0]|] = [risk of keeping control, risk of
- * shipping the treatment].
+ * shipping the treatment], in the effect's unit (a fraction for relative effects); beyond
+ * |μ/σ| > 37 it is GrowthBook's limit [max(μ, 0), max(−μ, 0)]. The prior is on the effect's own
+ * scale; analyze-compare.ts rescales a relative prior for an absolute analysis (GrowthBook).
  */
 import { normalCdf, normalPdf, normalQuantile } from './distributions.js';
 import { StatsError, type Effect } from './effect.js';
@@ -40,8 +42,9 @@ export function bayesian(e: Effect, ciLevel: number, opts: { prior?: Prior | nul
   const alpha = 1 - ciLevel;
   const z = mu / sd;
   const tail = sd * normalPdf(z);
-  const riskControl = up * mu + tail; // P(θ>0)·E[θ|θ>0]
-  const riskTreatment = (1 - up) * -mu + tail; // P(θ<0)·|E[θ|θ<0]|
+  const extreme = Math.abs(z) > 37;
+  const riskControl = extreme ? Math.max(mu, 0) : up * mu + tail; // P(θ>0)·E[θ|θ>0]
+  const riskTreatment = extreme ? Math.max(-mu, 0) : (1 - up) * -mu + tail; // P(θ<0)·|E[θ|θ<0]|
   return {
     point_estimate: mu, posterior_sd: sd, chance_to_win: chance,
     credible_interval: [normalQuantile(alpha / 2, mu, sd), normalQuantile(1 - alpha / 2, mu, sd)],

@@ -2,7 +2,8 @@
  * The difference between a treatment and the control and its variance (research/experiments.md
  * §4.1): absolute Δ = m_T − m_C, V = v_T/n_T + v_C/n_C; relative Δ = (m_T − m_C)/D,
  * V = v_T/(n_T·D²) + m_T²·v_C/(n_C·D⁴) with D = m_C (PostHog) or |m_C| (GrowthBook, the
- * `abs_denominator` option). With CUPED, D is the unadjusted control mean (`denominator`).
+ * `engine: "growthbook"` or `abs_denominator` option). With CUPED, D is the unadjusted control
+ * mean (`denominator`). Both are fractions: a relative Δ of 0.05 is a 5 % lift.
  */
 import type { Moments } from './statistics.js';
 
@@ -12,7 +13,7 @@ export type DifferenceType = 'relative' | 'absolute';
 /** An effect and its variance. */
 export interface Effect { delta: number; variance: number }
 
-/** Thrown when the effect is undefined (a zero control mean on the relative scale). */
+/** Thrown when one comparison cannot be computed (a zero control mean on the relative scale, no variance). */
 export class StatsError extends Error {}
 
 /** Δ and V of `t` against `c`. @throws StatsError for a relative effect over |D| < 1e-10. */

@@ -6,10 +6,9 @@
  *   b = v_C/n_C (raw arm variances even for relative effects); t = Δ/√V;
  *   p = 2·(1 − F_t(|t|; df)); CI = Δ ± F_t⁻¹(1 − α/2; df)·√V; significant when p < α.
  *   PostHog refuses fewer than 5 samples per arm.
- * - One-sided variants (GrowthBook's "greater" / "lesser"), offered as an option.
- * - Always-valid sequential test (Waudby-Smith et al. 2023, as PostHog and GrowthBook): with
- *   tuning N*, n = n_T + n_C, ρ = √((−2 ln α + ln(1 − 2 ln α))/N*), r = nρ² + 1, s² = V·n,
- *   half-width √s²·√(2r·ln(√r/α)/(nρ)²), log E = ρ²·(Δ²·n/V)/(2r) − ½ ln r, p = min(1, e^(−log E)).
+ * - One-sided variants (GrowthBook's `OneSidedTreatmentGreaterTTest` / `…LesserTTest`):
+ *   "greater" p = 1 − F_t(t), CI [Δ − F_t⁻¹(1 − α)·√V, +∞); "less" mirrored.
+ * The always-valid sequential tests are in sequential.ts.
  */
 import { tCdf, tQuantile } from './distributions.js';
 import { StatsError, type Effect } from './effect.js';
@@ -26,14 +25,16 @@ export interface FrequentistResult {
   confidence_interval: [number, number];
   significant: boolean;
   degrees_of_freedom: number | null;
+  /** Set when a one-sided sequential p-value's search did not converge (GrowthBook's NUMERICAL_PVALUE_NOT_CONVERGED). */
+  p_value_error?: string;
 }
 
 /** Which alternative the test takes. */
 export type Alternative = 'two-sided' | 'greater' | 'less';
 
-/** Welch's t-test of effect `e` between arms `t` and `c`. @throws StatsError with too few samples. */
-export function welch(e: Effect, t: Moments, c: Moments, alpha: number, alternative: Alternative = 'two-sided'): FrequentistResult {
-  if (t.n < MIN_SAMPLES_PER_ARM || c.n < MIN_SAMPLES_PER_ARM) throw new StatsError(`Each arm needs at least ${MIN_SAMPLES_PER_ARM} samples.`);
+/** Welch's t-test of effect `e` between arms `t` and `c` (PostHog refuses arms under 5 samples; GrowthBook passes `minSamples` 0). @throws StatsError with too few samples. */
+export function welch(e: Effect, t: Moments, c: Moments, alpha: number, alternative: Alternative = 'two-sided', minSamples = MIN_SAMPLES_PER_ARM): FrequentistResult {
+  if (t.n < minSamples || c.n < minSamples) throw new StatsError(`Each arm needs at least ${minSamples} samples.`);
   if (!(e.variance > 0)) throw new StatsError('The effect has no variance.');
   const a = t.variance / t.n;
   const b = c.variance / c.n;
@@ -54,24 +55,4 @@ export function welch(e: Effect, t: Moments, c: Moments, alpha: number, alternat
     ci = [e.delta - half, e.delta + half];
   }
   return { point_estimate: e.delta, standard_error: se, p_value: Math.min(1, Math.max(0, p)), confidence_interval: ci, significant: p < alpha, degrees_of_freedom: df };
-}
-
-/** Default tuning parameter N* of the sequential test (PostHog). */
-export const DEFAULT_SEQUENTIAL_TUNING = 5000;
-
-/** Always-valid two-sided sequential test. @throws StatsError without variance. */
-export function sequential(e: Effect, t: Moments, c: Moments, alpha: number, tuning = DEFAULT_SEQUENTIAL_TUNING): FrequentistResult {
-  if (!(e.variance > 0)) throw new StatsError('The effect has no variance.');
-  if (!(tuning >= 1 && tuning <= 1e9)) throw new StatsError('sequential_tuning_parameter must be from 1 to 1e9.');
-  const n = t.n + c.n;
-  const rho = Math.sqrt((-2 * Math.log(alpha) + Math.log(1 - 2 * Math.log(alpha))) / tuning);
-  const r = n * rho * rho + 1;
-  const s2 = e.variance * n;
-  const half = Math.sqrt(s2) * Math.sqrt((2 * r * Math.log(Math.sqrt(r) / alpha)) / (n * rho) ** 2);
-  const logE = (rho * rho * ((e.delta * e.delta * n) / e.variance)) / (2 * r) - 0.5 * Math.log(r);
-  const p = logE <= 0 ? 1 : Math.min(1, Math.exp(-logE));
-  return {
-    point_estimate: e.delta, standard_error: Math.sqrt(e.variance), p_value: p,
-    confidence_interval: [e.delta - half, e.delta + half], significant: p < alpha, degrees_of_freedom: null,
-  };
 }

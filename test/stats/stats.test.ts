@@ -9,11 +9,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { bayesian } from '../../src/stats/bayesian.js';
 import { effect, StatsError } from '../../src/stats/effect.js';
-import { sequential, welch } from '../../src/stats/frequentist.js';
+import { welch } from '../../src/stats/frequentist.js';
+import { sequential } from '../../src/stats/sequential.js';
 import { benjaminiHochberg, holm } from '../../src/stats/multiple.js';
 import { sampleRatioMismatch } from '../../src/stats/srm.js';
 import { meanMoments, proportionMoments, ratioMoments } from '../../src/stats/statistics.js';
 import { power } from '../../src/stats/power.js';
+
+const metric = { type: 'binomial' as const, conversionRate: 0.1 };
 
 const control = meanMoments({ n: 1000, sum: 500, sum_squares: 800 });
 const treatment = meanMoments({ n: 1000, sum: 560, sum_squares: 900 });
@@ -85,7 +88,8 @@ test('holm and benjamini-hochberg: never below the raw p-value, at most 1, BH ne
 });
 
 test('power grows with the sample and the lift, and is alpha at no lift', () => {
-  assert.ok(Math.abs(power(0.1, 0.09, 0, 10_000) - 0.05) < 1e-9);
-  assert.ok(power(0.1, 0.09, 0.1, 20_000) > power(0.1, 0.09, 0.1, 10_000));
-  assert.ok(power(0.1, 0.09, 0.2, 10_000) > power(0.1, 0.09, 0.1, 10_000));
+  assert.ok(Math.abs(power(metric, 0, 10_000, 2, 0.05, null) - 0.05) < 1e-9);
+  assert.ok(power(metric, 0.1, 20_000, 2, 0.05, null) > power(metric, 0.1, 10_000, 2, 0.05, null));
+  assert.ok(power(metric, 0.2, 10_000, 2, 0.05, null) > power(metric, 0.1, 10_000, 2, 0.05, null));
+  assert.ok(power(metric, 0.1, 10_000, 2, 0.05, 5000) < power(metric, 0.1, 10_000, 2, 0.05, null));
 });

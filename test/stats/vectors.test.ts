@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { PACKAGE_ROOT } from '../../src/paths.js';
+import { KNOWN_KEYS } from '../../src/stats/config.js';
 
 interface Vector { id: string; engine: string; category: string; method: string; config: Record<string, any>; inputs: Record<string, any>; expected: Record<string, any>; tolerance: { abs: number; per_field_tolerance?: Record<string, number> } }
 
@@ -114,7 +115,24 @@ test('switchyard stats: a zero control mean leaves the variant without statistic
 test('switchyard stats: Holm and sample size', () => {
   const holm = stats({ method: 'holm', config: { p_values: [0.01, 0.04, 0.03] } });
   assert.deepEqual(holm.out.adjusted_p_values.map((p: number) => Number(p.toFixed(6))), [0.03, 0.06, 0.06]);
-  // PostHog's rule: 16·p(1−p)/(MDE·p)² per variant = 16·0.09/0.02² = 3600; 7200 in all at 500 a day = 15 days.
-  const size = stats({ method: 'sample_size', config: { kind: 'conversion', baseline: 0.1, mde: 0.2, variants: 2, exposures_per_day: 500 } });
-  assert.deepEqual(size.out, { method: 'sample_size', per_variant: 3600, total: 7200, running_time_days: 15 });
+  // PostHog's rule: 16·p(1−p)/(MDE·p)² per variant = 16·0.09/0.02² = 3600; 7200 in all at 500 a day = 14.4 days.
+  const size = stats({ method: 'sample_size', config: { kind: 'funnel', baseline: 0.1, mde: 0.2, variants: 2, exposures_per_day: 500 } });
+  assert.equal(size.out.per_variant, 3600);
+  assert.equal(size.out.total, 7200);
+  assert.ok(Math.abs(size.out.running_time_days - 14.4) < 1e-9);
+  assert.ok(Math.abs(size.out.variance - 0.09) < 1e-12);
+  const unknown = stats({ method: 'sample_size', config: { kind: 'revenue', baseline: 10 } });
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.err, /config.kind must be one of funnel/);
+});
+
+test('switchyard stats --help and docs/statistics.md name every method and every config key', () => {
+  const help = spawnSync(process.execPath, [CLI, 'stats', '--help'], { encoding: 'utf8' }).stdout;
+  const doc = fs.readFileSync(path.join(PACKAGE_ROOT, 'docs', 'statistics.md'), 'utf8');
+  for (const [method, keys] of Object.entries(KNOWN_KEYS)) {
+    for (const word of [method, ...keys]) {
+      assert.ok(help.includes(word), `--help names ${word}`);
+      assert.ok(doc.includes(`\`${word}\``), `docs/statistics.md names \`${word}\``);
+    }
+  }
 });
