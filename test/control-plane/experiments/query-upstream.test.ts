@@ -229,3 +229,10 @@ test(`upstream test_srm_calculation_with_balanced_distribution, direct (${EXPOSU
   assert.equal(r.sample_ratio_mismatch.p_value, 1);
   assert.deepEqual(r.sample_ratio_mismatch.expected, { control: 50, test: 50 });
 });
+
+test(`upstream test_srm_calculation_detects_significant_mismatch, direct (${EXPOSURES.file} @ ${EXPOSURES.commit})`, async () => {
+  const f = 'up-exp-srm-mismatch';
+  const r = await exposuresOf(f, onDays(f, { control: Array(90).fill('2024-01-02'), test: Array(10).fill('2024-01-02') }));
+  assert.ok(r.sample_ratio_mismatch.p_value < 0.001, String(r.sample_ratio_mismatch.p_value));
+  assert.deepEqual(r.sample_ratio_mismatch.expected, { control: 50, test: 50 });
+});
