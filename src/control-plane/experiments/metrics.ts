@@ -2,10 +2,11 @@
  * Experiment metric JSON (research/posthog-management-api.md §3.9; PostHog's pydantic
  * `ExperimentMetric`, extra keys forbidden): `{kind: "ExperimentMetric", metric_type, uuid?,
  * name?, conversion_window?, conversion_window_unit?, goal?, …}` with per-type sources —
- * `mean` (`source`), `funnel` (`series`, ≥ 1 step), `ratio` (`numerator`, `denominator`),
+ * `mean` (`source`; `threshold`: a user counts 1 when their value reaches it, else 0), `funnel` (`series`, ≥ 1 step), `ratio` (`numerator`, `denominator`),
  * `retention` (`start_event`, `completion_event`). Sources are `EventsNode` or `ActionsNode`
  * (Switchyard has no actions, so an ActionsNode id never exists) or
- * `ExperimentDataWarehouseNode`.
+ * `ExperimentDataWarehouseNode`. What a query can compute (e.g. the `math_hogql` subset) is
+ * checked when it runs (results/query-options.ts).
  *
  * The server assigns a `uuid` when none is given and a `fingerprint`: SHA-256 of the metric
  * (without uuid, name and fingerprint), the experiment's start date, stats method and exposure
@@ -27,7 +28,7 @@ export const MATHS = ['total', 'sum', 'unique_session', 'min', 'max', 'avg', 'da
 
 const COMMON_KEYS = ['kind', 'uuid', 'name', 'metric_type', 'conversion_window', 'conversion_window_unit', 'goal', 'isSharedMetric', 'sharedMetricId', 'fingerprint', 'breakdownFilter', 'response', 'version'];
 const TYPE_KEYS: Readonly<Record<string, readonly string[]>> = {
-  mean: ['source', 'lower_bound_percentile', 'upper_bound_percentile', 'ignore_zeros'],
+  mean: ['source', 'lower_bound_percentile', 'upper_bound_percentile', 'ignore_zeros', 'threshold'],
   funnel: ['series', 'funnel_order_type'],
   ratio: ['numerator', 'denominator'],
   retention: ['start_event', 'completion_event', 'retention_window_start', 'retention_window_end', 'retention_window_unit', 'start_handling'],
@@ -86,6 +87,9 @@ export function validateMetric(raw: unknown, attr: string): Obj {
         if (p !== undefined && p !== null && (typeof p !== 'number' || p < 0 || p > 1)) fail(`${k} must be a number from 0 to 1.`, `${attr}__${k}`);
       }
       if (raw.ignore_zeros !== undefined && raw.ignore_zeros !== null && typeof raw.ignore_zeros !== 'boolean') fail('ignore_zeros must be a boolean.', `${attr}__ignore_zeros`);
+      if (raw.threshold !== undefined && raw.threshold !== null) {
+        if (typeof raw.threshold !== 'number' || !Number.isFinite(raw.threshold)) fail('threshold must be a number.', `${attr}__threshold`);
+      }
       break;
     case 'funnel':
       if (!Array.isArray(raw.series) || raw.series.length === 0) fail('A funnel metric needs at least one step in "series".', `${attr}__series`);

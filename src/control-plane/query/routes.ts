@@ -1,7 +1,8 @@
 /**
  * `POST /api/projects/:project_id/query/` (scope `query:read`; issues 12 and 13): PostHog's query
  * endpoint. `{"query": {"kind": "ExperimentQuery", "experiment_id", "metric"}}` answers an
- * ExperimentQueryResponse; `{"query": {"kind": "TrendsQuery", ...}}` (or an InsightVizNode around
+ * ExperimentQueryResponse; `{"kind": "ExperimentExposureQuery", "experiment_id"}` the exposures per
+ * day and variant; `{"query": {"kind": "TrendsQuery", ...}}` (or an InsightVizNode around
  * one) a TrendsQueryResponse (./run.ts). Over the project's concurrent queries → 429; past the
  * deadline → 504; a client that leaves has its statements cancelled.
  */
@@ -20,12 +21,12 @@ export function queryRoutes(deps: Deps, queries: QueryGate): Route[] {
   return [{
     method: 'POST', path: '/api/projects/:project_id/query', scope: 'query:read',
     schema: {
-      summary: 'Run a query: an experiment metric (ExperimentQuery) or a trend of events (TrendsQuery)', tags: ['query'],
+      summary: 'Run a query: an experiment metric (ExperimentQuery), an experiment\'s exposures per day (ExperimentExposureQuery) or a trend of events (TrendsQuery)', tags: ['query'],
       params: projectParams(), validatedBy: 'service',
       body: object({
         query: {
           type: 'object',
-          description: '`{kind: "ExperimentQuery", experiment_id, metric: <ExperimentMetric>}`, or `{kind: "TrendsQuery", series, dateRange, interval, properties, breakdownFilter, trendsFilter}`, or an InsightVizNode `{kind, source}` around one.',
+          description: '`{kind: "ExperimentQuery", experiment_id, metric: <ExperimentMetric>, stats_config?, only_count_matured_users?}`, or `{kind: "ExperimentExposureQuery", experiment_id, start_date?, end_date?, exposure_criteria?}`, or `{kind: "TrendsQuery", series, dateRange, interval, properties, breakdownFilter, trendsFilter}`, or an InsightVizNode `{kind, source}` around one.',
           properties: { kind: { type: 'string', enum: [...QUERY_KINDS] } },
         },
       }, ['query']),

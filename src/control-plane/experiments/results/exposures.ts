@@ -121,3 +121,14 @@ export async function materializeExposures(tx: Tx, s: ExposureSpec): Promise<voi
     FROM (${rows}) r ${part} GROUP BY entity ${having}`;
   await tx`ANALYZE exp_exposed`;
 }
+
+/**
+ * PostHog's `only_count_matured_users` for every metric but retention: removes from
+ * `exp_exposed` the entities whose conversion window (`windowSeconds`, after their last exposure)
+ * has not fully elapsed by `now`. A metric without a conversion window keeps everyone (PostHog:
+ * a maturity window of 0 filters nothing).
+ */
+export async function dropImmature(tx: Tx, windowSeconds: number, now: Date): Promise<void> {
+  if (windowSeconds <= 0) return;
+  await tx`DELETE FROM exp_exposed WHERE last_exposure + make_interval(secs => ${windowSeconds}) > ${now}`;
+}

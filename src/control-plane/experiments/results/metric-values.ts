@@ -7,7 +7,7 @@
  * - mean: metric events at/after the entity's first exposure and, with a conversion window W,
  *   before its last exposure + W (events `[start, end + W)`); value by `math` — total (count),
  *   sum/avg/min/max of the numeric property (missing or non-numeric → 0), unique_session,
- *   dau, unique_group; entities without events count as 0.
+ *   dau, unique_group, hogql (./hogql-math.ts); entities without events count as 0.
  * - ratio: numerator and denominator each as a mean source (`value`, `denom`).
  * - funnel: the exposure is step 0; steps 1…k from the first exposure within W (default three
  *   years), ordered (each step at/after the previous one; the earliest next event is taken,
@@ -16,7 +16,8 @@
  * - retention: only entities with a start event at/after their first exposure; start = the
  *   first (or last) such event; retained (1) when a later completion event falls between
  *   start + window_start and start + window_end units (day or hour, truncated in the project's
- *   time zone).
+ *   time zone). With `maturedBy` (only_count_matured_users), only start events whose window end
+ *   (window_end units after it) has passed by then count (PostHog anchors maturity on the start).
  *
  * Where the rows come from: persons without merges, a funnel of plain event steps and a mean
  * that counts one plain event (total or dau, no CUPED) read ingestion's per-person event times
@@ -33,6 +34,7 @@ import { eventPartitionsBetween } from '../../ingestion/event-partitions.js';
 import { summaryFunnel } from './summary-funnel.js';
 import { countedMath, summaryCount } from './summary-count.js';
 import { readableFromPersonTimes } from './person-times.js';
+import { hogqlAggregateSql, hogqlValueSql, parseHogqlMath } from './hogql-math.js';
 
 type Obj = JsonObject;
 
@@ -57,6 +59,11 @@ export interface ValueSpec {
   start: Date;
   end: Date;
   timezone: string;
+  /**
+   * `only_count_matured_users` for retention: the instant by which a start event's retention
+   * window (window end, in its unit) must have elapsed for the entity to count; null = no such rule.
+   */
+  maturedBy?: Date | null;
 }
 
 /** The metric's conversion window in seconds (0 = none). */
@@ -75,8 +82,10 @@ function sourceEvents(tx: Tx, s: ValueSpec, source: unknown, attr: string, until
   // Only what the math reads: a count or a funnel step reads (event, time, person) alone, which
   // the events_project_event_time_person index covers (an index-only scan, no event row read).
   const math = source.math ?? 'total';
+  const num = math === 'hogql' ? hogqlValueSql(tx, parseHogqlMath(source.math_hogql, `${attr}__math_hogql`).value)
+    : mathProperty && ['sum', 'avg', 'min', 'max'].includes(String(math)) ? numericProperty(tx, mathProperty) : tx`0::float8`;
   return tx`SELECT ${entitySql(tx, s.groupIndex, s.merges)} AS entity, e.timestamp AS ts,
-      ${mathProperty && ['sum', 'avg', 'min', 'max'].includes(String(math)) ? numericProperty(tx, mathProperty) : tx`0::float8`} AS num,
+      ${num} AS num,
       ${math === 'unique_session' ? tx`(e.properties->>'$session_id')` : tx`NULL::text`} AS session,
       ${math === 'unique_group' ? tx`(e.properties->>${groupKey})` : tx`NULL::text`} AS grp
     FROM events e ${personJoinSql(tx, s.groupIndex, s.merges)}
@@ -96,6 +105,7 @@ function aggregate(tx: Tx, source: Obj, attr: string) {
     case 'unique_session': return tx`count(DISTINCT NULLIF(s.session, ''))::float8`;
     case 'dau': return tx`1::float8`;
     case 'unique_group': return tx`count(DISTINCT s.grp)::float8`;
+    case 'hogql': return hogqlAggregateSql(tx, parseHogqlMath(source.math_hogql, `${attr}__math_hogql`));
     default: throw errors.validation(`math "${String(source.math)}" cannot be computed here.`, `${attr}__math`);
   }
 }
@@ -248,7 +258,8 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj, mater
               BETWEEN date_trunc(${unit}, st.start_ts AT TIME ZONE ${s.timezone}) + make_interval(${unit === 'hour' ? tx`hours` : tx`days`} => ${from})
                   AND date_trunc(${unit}, st.start_ts AT TIME ZONE ${s.timezone}) + make_interval(${unit === 'hour' ? tx`hours` : tx`days`} => ${to}))
           THEN 1 ELSE 0 END)::float8 AS value, 1::float8 AS denom, 0 AS step, 0::float8 AS cov
-        FROM exp_exposed x JOIN (SELECT entity, ${pick} AS start_ts FROM exp_steps WHERE k = 1 AND ts <= ${s.end} GROUP BY entity) st ON st.entity = x.entity`);
+        FROM exp_exposed x JOIN (SELECT entity, ${pick} AS start_ts FROM exp_steps WHERE k = 1 AND ts <= ${s.end} GROUP BY entity
+          ${s.maturedBy && to > 0 ? tx`HAVING ${pick} + make_interval(${unit === 'hour' ? tx`hours` : tx`days`} => ${to}) <= ${s.maturedBy}` : tx``}) st ON st.entity = x.entity`);
     }
     default:
       throw errors.validation(`metric_type "${String(metric.metric_type)}" cannot be computed.`, 'metric__metric_type');

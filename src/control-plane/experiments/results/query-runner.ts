@@ -12,6 +12,9 @@
  * gets statistics, and a failing variant gets none either (fields null, `significant` false).
  * Arms: the baseline is `stats_config.baseline_variant_key`, else `control`, else the first
  * variant; variants follow the flag's order, zero-filled when unseen; the holdout is no arm.
+ * The query may carry `stats_config` (replacing the experiment's) and `only_count_matured_users`
+ * (query-options.ts); a mean metric's `threshold` counts each entity 1 when its value reaches it,
+ * else 0 (sum = sum_squares = entities reaching it), as PostHog's mean query builder.
  */
 import { type JsonObject, isJsonObject } from '../../../json-shapes.js';
 import type { Sql } from '../../db/connect.js';
@@ -20,9 +23,10 @@ import { sampleRatioMismatch, SRM_MIN_EXPOSURES } from '../../../stats/srm.js';
 import { analyze } from '../../../stats/analyze.js';
 import * as store from '../store.js';
 import { validateMetric } from '../metrics.js';
-import { materializeExposures } from './exposures.js';
+import { dropImmature, materializeExposures } from './exposures.js';
+import { checkComputable, queryOptions } from './query-options.js';
 import { hasMerges } from '../../events/person-merges.js';
-import { exposureSpan, materializeValues, winsorize } from './metric-values.js';
+import { exposureSpan, materializeValues, windowSeconds, winsorize } from './metric-values.js';
 import { limitedTransaction } from '../../query/time-limit.js';
 import { type QueryBudget, statementLimit } from '../../query/budget.js';
 
@@ -68,6 +72,8 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
   if (!experiment || experiment.deleted) throw errors.validation(`Experiment with id ${String(query.experiment_id)} not found`, 'experiment_id', 'not_found');
   if (experiment.start_date === null) throw errors.validation('The experiment has not started: launch it (set start_date) to compute results.', 'experiment_id');
   const metric = validateMetric(query.metric, 'metric');
+  checkComputable(metric);
+  const options = queryOptions(query);
 
   const [flag] = await sql<{ key: string; filters: Obj }[]>`SELECT key, filters FROM feature_flags WHERE id = ${experiment.feature_flag_id}`;
   if (!flag) throw errors.validation('Experiment does not have a feature flag', null);
@@ -76,7 +82,10 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
   const variants = variantDefs.map((v) => String(v.key));
   const weights = new Map(variantDefs.map((v) => [String(v.key), Number(v.rollout_percentage ?? 0)]));
   if (variants.length === 0) throw errors.validation('The experiment\'s flag has no variants.', null);
-  const stats = experiment.stats_config ?? {};
+  const stats = options.statsConfig ?? experiment.stats_config ?? {};
+  if (options.statsConfig && typeof stats.baseline_variant_key === 'string' && !variants.includes(stats.baseline_variant_key)) {
+    throw errors.validation(`stats_config.baseline_variant_key "${stats.baseline_variant_key}" is not a variant of the flag (${variants.join(', ')}).`, 'stats_config__baseline_variant_key');
+  }
   const baselineKey = typeof stats.baseline_variant_key === 'string' && variants.includes(stats.baseline_variant_key) ? stats.baseline_variant_key
     : variants.includes('control') ? 'control' : variants[0]!;
   // The window ends at min(as_of, end_date); as_of defaults to the end date, else now (research §2.1).
@@ -86,7 +95,10 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
   const criteria = experiment.exposure_criteria ?? {};
 
   const winsorized = metric.metric_type === 'mean' && (metric.lower_bound_percentile != null || metric.upper_bound_percentile != null);
-  const cupedConfig = isJsonObject(experiment.stats_config?.cuped) ? experiment.stats_config!.cuped as Obj : null;
+  const cupedConfig = isJsonObject(stats.cuped) ? stats.cuped as Obj : null;
+  // only_count_matured_users: windows must have elapsed by now (PostHog compares with the wall clock).
+  const maturedBy = options.onlyCountMaturedUsers ? opts.asOf ?? new Date() : null;
+  const threshold = metric.metric_type === 'mean' && typeof metric.threshold === 'number' ? metric.threshold : null;
   const cupedDays = metric.metric_type === 'mean' && cupedConfig?.enabled === true
     ? Math.min(CUPED_MAX_LOOKBACK_DAYS, Math.max(1, Math.round(Number(cupedConfig.lookback_days ?? CUPED_DEFAULT_LOOKBACK_DAYS)) || CUPED_DEFAULT_LOOKBACK_DAYS))
     : null;
@@ -105,16 +117,21 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
       multipleHandling: criteria.multiple_variant_handling === 'first_seen' ? 'first_seen' : 'exclude',
       partition: { index, count: partitions },
     });
+    if (maturedBy && metric.metric_type !== 'retention') await dropImmature(tx, windowSeconds(metric), maturedBy);
     const span = await exposureSpan(tx);
     const values = await materializeValues(tx, {
       projectId, groupIndex, merges, span, start: experiment.start_date!, end, timezone: project?.timezone ?? 'UTC', cupedLookbackDays: cupedDays,
+      maturedBy: maturedBy && metric.metric_type === 'retention' ? maturedBy : null,
     }, metric, winsorized);
     if (winsorized) {
       await winsorize(tx, (metric.lower_bound_percentile as number | null) ?? null, (metric.upper_bound_percentile as number | null) ?? null, metric.ignore_zeros === true);
     }
-    // One pass over the values: sums per (variant, step reached); step is 0 outside funnels.
+    // One pass over the values: sums per (variant, step reached); step is 0 outside funnels. A
+    // mean metric's threshold makes each value 0 or 1 (reached or not); CUPED's product keeps the
+    // raw value, as PostHog's query does.
+    const value = threshold === null ? tx`value` : tx`(CASE WHEN value >= ${threshold} THEN 1 ELSE 0 END)::float8`;
     const grouped = await tx<(Row & { step: number })[]>`
-      SELECT variant, step, count(*)::int AS n, COALESCE(sum(value), 0)::float8 AS s, COALESCE(sum(value * value), 0)::float8 AS ss,
+      SELECT variant, step, count(*)::int AS n, COALESCE(sum(${value}), 0)::float8 AS s, COALESCE(sum(${value} * ${value}), 0)::float8 AS ss,
         COALESCE(sum(denom), 0)::float8 AS ds, COALESCE(sum(denom * denom), 0)::float8 AS dss, COALESCE(sum(value * denom), 0)::float8 AS p,
         COALESCE(sum(cov), 0)::float8 AS cs, COALESCE(sum(cov * cov), 0)::float8 AS css, COALESCE(sum(value * cov), 0)::float8 AS cp
       FROM ${values.relation} v GROUP BY variant, step`;
