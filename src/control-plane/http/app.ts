@@ -17,6 +17,8 @@ import { queryRoutes } from '../query/routes.js';
 import { dashboardRoutes } from '../dashboards/routes.js';
 import type { QueryGate } from '../query/gate.js';
 import { usageDashboardRoutes } from '../feature-flags/usage-dashboard-routes.js';
+import { eventRoutes } from '../events-api/routes.js';
+import { personRoutes } from '../persons/routes.js';
 
 /** All management routes; queries (`/query/`, insights' results) run through `queries`. */
 export function allRoutes(deps: Deps, queries: QueryGate): Route[] {
@@ -34,5 +36,7 @@ export function allRoutes(deps: Deps, queries: QueryGate): Route[] {
     ...experimentRoutes(deps),
     ...queryRoutes(deps, queries),
     ...dashboardRoutes(deps, queries),
+    ...eventRoutes(deps),
+    ...personRoutes(deps),
   ];
 }
