@@ -17,11 +17,15 @@ import { queryRoutes } from '../query/routes.js';
 import { dashboardRoutes } from '../dashboards/routes.js';
 import type { QueryGate } from '../query/gate.js';
 import { usageDashboardRoutes } from '../feature-flags/usage-dashboard-routes.js';
+import { organizationRoutes } from '../projects/organizations.js';
+import { userRoutes } from '../users/routes.js';
 
 /** All management routes; queries (`/query/`, insights' results) run through `queries`. */
 export function allRoutes(deps: Deps, queries: QueryGate): Route[] {
   return [
     ...projectRoutes(deps),
+    ...organizationRoutes(deps),
+    ...userRoutes(deps),
     ...personalApiKeyRoutes(deps),
     ...featureFlagRoutes(deps),
     ...localEvaluationRoutes(deps),
