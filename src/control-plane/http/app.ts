@@ -19,6 +19,7 @@ import type { QueryGate } from '../query/gate.js';
 import { usageDashboardRoutes } from '../feature-flags/usage-dashboard-routes.js';
 import { organizationRoutes } from '../projects/organizations.js';
 import { userRoutes } from '../users/routes.js';
+import { scheduledChangeRoutes } from '../scheduled-changes/routes.js';
 
 /** All management routes; queries (`/query/`, insights' results) run through `queries`. */
 export function allRoutes(deps: Deps, queries: QueryGate): Route[] {
@@ -26,6 +27,7 @@ export function allRoutes(deps: Deps, queries: QueryGate): Route[] {
     ...projectRoutes(deps),
     ...organizationRoutes(deps),
     ...userRoutes(deps),
+    ...scheduledChangeRoutes(deps),
     ...personalApiKeyRoutes(deps),
     ...featureFlagRoutes(deps),
     ...localEvaluationRoutes(deps),
