@@ -20,7 +20,7 @@ const ALL_PROJECTS = 10_000;
 /** An organization row. */
 interface OrganizationRow { id: number; uuid: string; name: string; created_at: Date }
 
-/** PostHog's `slugify` of a name (lower case, runs of other characters as one `-`). */
+/** The `slug` of an organization name: lower case, each run of other characters one `-` (organizations here store no slug). */
 export function organizationSlug(name: string): string {
   return name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '');
 }
