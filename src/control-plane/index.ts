@@ -1,6 +1,6 @@
 /**
- * The control plane: migrations (under an advisory lock), first-start bootstrap, the experiment
- * timeseries job queue (pg-boss, started when used), the
+ * The control plane: migrations (under an advisory lock), first-start bootstrap, the job queue
+ * (pg-boss, started when used: experiment timeseries and scheduled changes), the
  * management API over HTTP (its queries on a pool of their own, query/gate.ts), the gRPC service the evaluation nodes watch and report to, a
  * periodic quota refresh (a new month lifts limits) and, with SWITCHYARD_EVENTS_RETENTION_DAYS,
  * the hourly drop of expired event partitions. Person scans (blast radius, cohort calculation, …)
@@ -25,6 +25,7 @@ import { allRoutes } from './http/app.js';
 import { startGrpcServer, type GrpcServer } from './grpc/server.js';
 import { refreshAllQuotas } from './quota/service.js';
 import { TimeseriesQueue } from './experiments/timeseries/queue.js';
+import { scheduledChangesWorker } from './scheduled-changes/queue.js';
 import { dropExpiredEventPartitions } from './ingestion/event-partitions.js';
 import { ScanPool, registerScanPool } from './scan-pool/index.js';
 
@@ -67,7 +68,7 @@ export async function startControlPlane(config: Config, log: Logger, databaseUrl
     const applied = await migrate(sql);
     if (applied.length > 0) log.info({ migrations: applied }, 'applied migrations');
     const boot = await bootstrap(sql, config);
-    const jobs = new TimeseriesQueue(databaseUrl, sql, log.child({ component: 'jobs' }), config.timeseriesWorker);
+    const jobs = new TimeseriesQueue(databaseUrl, sql, log.child({ component: 'jobs' }), config.timeseriesWorker, [scheduledChangesWorker(sql)]);
     started.push(jobs);
     await jobs.resume();
     const scans = new ScanPool({

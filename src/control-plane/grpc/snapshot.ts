@@ -58,7 +58,7 @@ const DEFINITION_SOURCES: readonly SnapshotSource[] = [
     SELECT id, name, monthly_flag_requests_limit, quota_limited FROM organizations WHERE id > ${after} ORDER BY id LIMIT ${limit}`,
   (r) => ({ kind: 'organization', entityId: String(r.id), projectId: null, payload: organizationEntity(r) })),
   byId('projects', (sql, after, limit) => sql<ProjectEntityRow[]>`
-    SELECT ${sql([...PROJECT_ENTITY_COLUMNS, ...PROJECT_SETTING_KEYS])} FROM projects WHERE id > ${after} ORDER BY id LIMIT ${limit}`,
+    SELECT ${sql([...PROJECT_ENTITY_COLUMNS, ...PROJECT_SETTING_KEYS])} FROM projects WHERE id > ${after} AND deleted_at IS NULL ORDER BY id LIMIT ${limit}`,
   (r) => ({ kind: 'project', entityId: String(r.id), projectId: r.id, payload: projectEntity(r) })),
   {
     name: 'group_type_mappings',

@@ -19,11 +19,17 @@ import type { QueryGate } from '../query/gate.js';
 import { usageDashboardRoutes } from '../feature-flags/usage-dashboard-routes.js';
 import { eventRoutes } from '../events-api/routes.js';
 import { personRoutes } from '../persons/routes.js';
+import { organizationRoutes } from '../projects/organizations.js';
+import { userRoutes } from '../users/routes.js';
+import { scheduledChangeRoutes } from '../scheduled-changes/routes.js';
 
 /** All management routes; queries (`/query/`, insights' results) run through `queries`. */
 export function allRoutes(deps: Deps, queries: QueryGate): Route[] {
   return [
     ...projectRoutes(deps),
+    ...organizationRoutes(deps),
+    ...userRoutes(deps),
+    ...scheduledChangeRoutes(deps),
     ...personalApiKeyRoutes(deps),
     ...featureFlagRoutes(deps),
     ...localEvaluationRoutes(deps),

@@ -63,7 +63,7 @@ export function requireScope(auth: AuthContext, scope: string): void {
  * project whose API key is `token` (posthog-node sends `?token=<phc_…>`; a key replaced by a
  * reset counts until its overlap ends, contract/entities.ts `projectAcceptsToken`), else the
  * first project of the key's organization it may see.
- * @throws ApiError 404 `Project not found.` (unknown, malformed, or another organization's id);
+ * @throws ApiError 404 `Project not found.` (unknown, deleted, malformed, or another organization's id);
  *   403 when the key's scoped projects exclude it.
  */
 export async function resolveProject(sql: Sql, auth: AuthContext, rawId: string, token: string | null = null): Promise<ProjectRow> {
@@ -72,14 +72,15 @@ export async function resolveProject(sql: Sql, auth: AuthContext, rawId: string,
   const scoped = [...auth.scopedTeams];
   const [project] = !current
     ? await sql<ProjectRow[]>`SELECT id, organization_id, uuid, name, api_token, timezone, created_at,
-        ${sql(PROJECT_SETTING_KEYS as string[])} FROM projects WHERE id = ${Number(rawId)}`
+        ${sql(PROJECT_SETTING_KEYS as string[])} FROM projects WHERE id = ${Number(rawId)} AND deleted_at IS NULL`
     : token !== null && token !== ''
       ? await sql<ProjectRow[]>`SELECT id, organization_id, uuid, name, api_token, timezone, created_at,
           ${sql(PROJECT_SETTING_KEYS as string[])} FROM projects
-          WHERE api_token = ${token} OR (previous_api_token = ${token} AND previous_api_token_expires_at > clock_timestamp())`
+          WHERE (api_token = ${token} OR (previous_api_token = ${token} AND previous_api_token_expires_at > clock_timestamp())) AND deleted_at IS NULL`
       : await sql<ProjectRow[]>`SELECT id, organization_id, uuid, name, api_token, timezone, created_at,
           ${sql(PROJECT_SETTING_KEYS as string[])} FROM projects
-          WHERE organization_id = ${auth.organizationId} AND (${scoped.length === 0} OR id = ANY(${scoped}::bigint[])) ORDER BY id LIMIT 1`;
+          WHERE organization_id = ${auth.organizationId} AND deleted_at IS NULL AND (${scoped.length === 0} OR id = ANY(${scoped}::bigint[]))
+          ORDER BY id LIMIT 1`;
   if (!project || project.organization_id !== auth.organizationId) throw errors.notFound('Project not found.');
   if (auth.scopedTeams.length > 0 && !auth.scopedTeams.includes(project.id)) {
     throw errors.permissionDenied(`API key does not have access to the requested project: ID ${project.id}.`);

@@ -16,7 +16,7 @@
  * own cache policy). `GET /api/schema/` serves the OpenAPI document (./openapi.ts).
  */
 import crypto from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifySchema } from 'fastify';
 import multipart from '@fastify/multipart';
 import { controlPlaneIndex, isEvaluationPath, wrongPortDetail } from '../../where.js';
 import { errors, type ApiError } from '../../errors.js';
@@ -30,6 +30,7 @@ import { addConsoleRoutes } from './console.js';
 import { methodNotAllowedRoutes, normalisePattern } from './method-not-allowed.js';
 import { registerRateLimits, type Throttle } from './rate-limit.js';
 import { AuthFailureLimiter } from './auth-failures.js';
+import { environmentAliases } from './environments.js';
 import type { AuthContext, Deps, ProjectRow, Reply, RequestContext, Route } from './types.js';
 
 /** A running HTTP server. */
@@ -71,9 +72,10 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = { 'x-content-type-opt
 /** Version named in the OpenAPI document. */
 const API_VERSION = '1.0.0';
 
-/** Starts the management API on `deps.config.host:port` serving `routes`. */
+/** Starts the management API on `deps.config.host:port` serving `routes` and their environment aliases (./environments.ts). */
 export async function startHttpServer(deps: Deps, routes: readonly Route[], probes: Probes, port: number): Promise<RunningHttp> {
-  const notAllowed = methodNotAllowedRoutes(routes); // throws on a duplicate route before anything starts
+  const aliases = environmentAliases(routes); // `/api/environments/<id>/…` = `/api/projects/<id>/…`
+  const notAllowed = methodNotAllowedRoutes([...routes, ...aliases]); // throws on a duplicate route before anything starts
   const metrics = new ApiMetrics();
   const limit = deps.config.maxApiBodyBytes;
   /** Origin of absolute links (next/previous): the configured public URL, else the bind address; never the Host header. */
@@ -142,6 +144,7 @@ export async function startHttpServer(deps: Deps, routes: readonly Route[], prob
   addProbeRoutes(app, { ready: probes.ready, draining: probes.draining, metrics: async () => (await metrics.render()) + await probes.metrics() });
   addSchemaRoute(app);
   for (const route of routes) addRoute(app, deps, route, throttle, authFailures, () => origin);
+  for (const route of aliases) addRoute(app, deps, route, throttle, authFailures, () => origin, true);
   for (const m of notAllowed) {
     app.route({
       method: m.method, url: m.path, schema: { hide: true } as object, config: { pattern: m.path, noBody: true },
@@ -155,13 +158,14 @@ export async function startHttpServer(deps: Deps, routes: readonly Route[], prob
   return { port: actual, url: `http://${deps.config.host}:${actual}`, close: () => app.close() };
 }
 
-/** Registers one declared route with its auth stage and handler. */
-function addRoute(app: FastifyInstance, deps: Deps, route: Route, throttle: Throttle, authFailures: AuthFailureLimiter, origin: () => string): void {
+/** Registers one declared route with its auth stage and handler (`hidden`: left out of the OpenAPI document). */
+function addRoute(app: FastifyInstance, deps: Deps, route: Route, throttle: Throttle, authFailures: AuthFailureLimiter, origin: () => string,
+  hidden = false): void {
   const pattern = normalisePattern(route.path);
   app.route({
     method: route.method,
     url: pattern,
-    schema: routeSchema(route),
+    schema: hidden ? { ...routeSchema(route), hide: true } as FastifySchema : routeSchema(route),
     ...(route.schema?.validatedBy === 'service' ? { validatorCompiler: () => () => true } : {}),
     config: { pattern },
     onRequest: async (req) => {

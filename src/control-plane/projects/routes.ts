@@ -1,43 +1,33 @@
 /**
- * `GET /api/projects/` and `GET /api/projects/<id>/` (spec §5 rule 3): the projects the key may
- * see — its organization's, narrowed to its scoped projects. Scope `project:read`.
- * `PATCH /api/projects/<id>/` (scope `project:write`) sets the remote-config settings
- * (PROJECT_SETTING_KEYS: booleans as PostHog's team fields, and `property_matching_version` 1 or
- * 2); other fields are read-only here and ignored as DRF ignores read-only fields (`api_token`
- * among them, as in PostHog's team serializer); a value of the wrong type is 400 with `attr`.
- * `PATCH /api/projects/<id>/reset_token/` (scope `project:write`; PostHog's ProjectViewSet
- * `reset_token` action) replaces the project API key with a new `phc_…` key and answers the
- * project; the replaced key keeps working for `config.projectTokenOverlapSeconds`
- * (projects/store.ts `resetProjectToken`). The body, if any, is ignored.
+ * The projects resource (PostHog's ProjectViewSet; spec §5 rule 3):
+ * - `GET /api/projects/`, `GET /api/projects/<id>/` (scope `project:read`): the projects the key
+ *   may see — its organization's live ones, narrowed to its scoped projects.
+ * - `POST /api/projects/` (scope `project:write`): a new project in the key's organization with
+ *   its own `phc_…` API key; `name` defaults to `Default project`, `timezone` to `UTC`, settings
+ *   to their defaults (projects/validate.ts). A key limited to projects cannot create one (403):
+ *   the new project would be outside its scope. Answers 201 with the project.
+ * - `PATCH /api/projects/<id>/` (scope `project:write`): `name`, `timezone` and the remote-config
+ *   settings; other fields are read-only and ignored as DRF ignores them (`api_token` among them).
+ * - `DELETE /api/projects/<id>/` (scope `project:write`): 204; the project leaves the API and
+ *   every node (projects/store.ts `deleteProject`).
+ * - `PATCH /api/projects/<id>/reset_token/` (scope `project:write`; PostHog's `reset_token`
+ *   action) replaces the project API key with a new `phc_…` key and answers the project; the
+ *   replaced key keeps working for `config.projectTokenOverlapSeconds`. The body is ignored.
+ * Every write reaches the nodes through the change log (projects/store.ts).
  */
 import { pageEnvelope, parseLimitOffset } from '../http/pages.js';
 import type { Deps, Route } from '../http/types.js';
 import { errors } from '../../errors.js';
-import { PROJECT_BOOLEAN_SETTING_KEYS, type ProjectSettings } from '../../contract/entities.js';
-import { LIMIT_OFFSET, object, projectParams } from '../http/schema-parts.js';
-import { listProjects, organizationUuid, resetProjectToken, serializeProject, updateProjectSettings } from './store.js';
-
-/** The settings in a PATCH body. @throws ApiError 400 for a body that is not an object or a non-boolean setting. */
-function parseSettings(body: unknown): Partial<ProjectSettings> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw errors.validation('Expected an object.', null, 'parse_error');
-  const out: Partial<ProjectSettings> = {};
-  for (const k of PROJECT_BOOLEAN_SETTING_KEYS) {
-    const v = (body as Record<string, unknown>)[k];
-    if (v === undefined) continue;
-    if (typeof v !== 'boolean') throw errors.validation('Must be a valid boolean.', k, 'invalid');
-    out[k] = v;
-  }
-  const version = (body as Record<string, unknown>).property_matching_version;
-  if (version !== undefined) {
-    if (version !== 1 && version !== 2) throw errors.validation('"property_matching_version" must be 1 or 2.', 'property_matching_version', 'invalid_choice');
-    out.property_matching_version = version;
-  }
-  return out;
-}
+import { PROJECT_BOOLEAN_SETTING_KEYS } from '../../contract/entities.js';
+import { LIMIT_OFFSET, object, projectParams, str } from '../http/schema-parts.js';
+import { createProject, deleteProject, listProjects, organizationUuid, resetProjectToken, serializeProject, updateProject } from './store.js';
+import { DEFAULT_PROJECT_NAME, parseProjectBody } from './validate.js';
 
 const TAGS = ['projects'] as const;
-/** PATCH body: the remote-config settings. */
-const SETTINGS_BODY = object({
+/** POST / PATCH body: name, zone and the remote-config settings. */
+const PROJECT_BODY = object({
+  name: str('Project name (max 200 characters; default `Default project` on create).', { maxLength: 200 }),
+  timezone: str('IANA time zone of the project (default `UTC`).'),
   ...Object.fromEntries(PROJECT_BOOLEAN_SETTING_KEYS.map((k) => [k, { type: 'boolean' }])),
   property_matching_version: { type: 'integer', enum: [1, 2], description: 'Property matching rules: 1 (PostHog today) or 2.' },
 });
@@ -55,6 +45,16 @@ export function projectRoutes(deps: Deps): Route[] {
       },
     },
     {
+      method: 'POST', path: '/api/projects', scope: 'project:write',
+      schema: { summary: 'Create a project', tags: TAGS, body: PROJECT_BODY, validatedBy: 'service' },
+      async handler(ctx) {
+        if (ctx.auth.scopedTeams.length > 0) throw errors.permissionDenied('API key is limited to specific projects and cannot create one.');
+        const fields = parseProjectBody(ctx.body);
+        const row = await createProject(deps.sql, ctx.auth.organizationId, ctx.auth.userId, { ...fields, name: fields.name ?? DEFAULT_PROJECT_NAME });
+        return { status: 201, body: serializeProject(row, await organizationUuid(deps.sql, row.organization_id)) };
+      },
+    },
+    {
       method: 'GET', path: '/api/projects/:project_id', scope: 'project:read',
       schema: { summary: 'Retrieve a project', tags: TAGS, params: projectParams(), validatedBy: 'service' },
       async handler(ctx) {
@@ -63,10 +63,18 @@ export function projectRoutes(deps: Deps): Route[] {
     },
     {
       method: 'PATCH', path: '/api/projects/:project_id', scope: 'project:write',
-      schema: { summary: 'Update a project\'s remote-config settings', tags: TAGS, params: projectParams(), body: SETTINGS_BODY, validatedBy: 'service' },
+      schema: { summary: 'Update a project\'s name, zone or remote-config settings', tags: TAGS, params: projectParams(), body: PROJECT_BODY, validatedBy: 'service' },
       async handler(ctx) {
-        const row = await updateProjectSettings(deps.sql, ctx.project.id, parseSettings(ctx.body));
+        const row = await updateProject(deps.sql, ctx.project.id, parseProjectBody(ctx.body));
         return { status: 200, body: serializeProject(row, await organizationUuid(deps.sql, row.organization_id)) };
+      },
+    },
+    {
+      method: 'DELETE', path: '/api/projects/:project_id', scope: 'project:write',
+      schema: { summary: 'Delete a project', description: 'The project leaves the API and every evaluation node: its API key is refused from then on.', tags: TAGS, params: projectParams(), validatedBy: 'service' },
+      async handler(ctx) {
+        await deleteProject(deps.sql, ctx.project.id, ctx.auth.userId);
+        return { status: 204 };
       },
     },
     {

@@ -81,8 +81,11 @@ async function spareKeyId(): Promise<string> {
   return (await listPersonalApiKeys(t.db.sql, t.userId)).find((k) => !before.has(k.id))!.id;
 }
 
-/** The concrete URL of a documented path. */
+/** The concrete URL of a documented path (deleting a project deletes a spare one). */
 async function concrete(op: Operation, flagId: number, spareId: string): Promise<string> {
+  if (op.method === 'DELETE' && op.path === '/api/projects/{project_id}/') {
+    return `/api/projects/${(await t.request('POST', '/api/projects/', { body: { name: 'spare' } })).body.id}/`;
+  }
   let id = String(flagId);
   if (op.path.includes('/event_definitions/')) id = '00000000-0000-0000-0000-000000000000';
   if (op.path.includes('/personal_api_keys/')) id = spareId;

@@ -70,7 +70,7 @@ test('unknown route → 404; wrong method → 405 with Allow', async () => {
   const r = await t.request('DELETE', '/api/projects/');
   assert.equal(r.status, 405);
   assert.equal(r.body.code, 'method_not_allowed');
-  assert.equal(r.headers.get('allow'), 'GET');
+  assert.equal(r.headers.get('allow'), 'GET, POST');
 });
 
 test('probes answer without auth', async () => {
