@@ -20,7 +20,7 @@ import { type JsonObject, isJsonObject } from '../../../json-shapes.js';
 import type { Sql } from '../../db/connect.js';
 import { errors } from '../../../errors.js';
 import { sampleRatioMismatch, SRM_MIN_EXPOSURES } from '../../../stats/srm.js';
-import { analyze } from '../../../stats/analyze.js';
+import { analyze, InputError } from '../../../stats/analyze.js';
 import * as store from '../store.js';
 import { validateMetric } from '../metrics.js';
 import { dropImmature, materializeExposures } from './exposures.js';
@@ -230,7 +230,15 @@ function present(metric: Obj, arms: VariantAggregate[], baselineKey: string, sta
   const computed = new Map<string, Obj>();
   const eligible = arms.filter((a) => a !== baseline && failures(metric, a, false).length === 0);
   if (baselineFailures.length === 0 && eligible.length > 0) {
-    const result = analyze({ method, config, variants: [statisticOf(metric, baseline), ...eligible.map((a) => statisticOf(metric, a))] });
+    let result: Obj;
+    try {
+      result = analyze({ method, config, variants: [statisticOf(metric, baseline), ...eligible.map((a) => statisticOf(metric, a))] });
+    } catch (e) {
+      // The statistics engine refuses what it cannot analyse (an option it does not know, sums
+      // no data could give) naming what to fix: the caller's stats_config, a 400.
+      if (e instanceof InputError) throw errors.validation(e.message, 'stats_config');
+      throw e;
+    }
     for (const r of result.variant_results as Obj[]) computed.set(String(r.key), r);
   }
   const empty = method === 'bayesian' ? { chance_to_win: null, credible_interval: null } : { p_value: null, confidence_interval: null };
