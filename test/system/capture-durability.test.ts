@@ -1,5 +1,5 @@
 /**
- * Issue "capture", durability as a system: every event a node answered 200 for reaches Postgres
+ * Capture durability as a system: every event a node answered 200 for reaches Postgres
  * exactly once, across a control plane that is down, a node killed with SIGKILL (a real
  * `switchyard eval-node` child process) and restarted on the same data dir.
  */
