@@ -18,8 +18,9 @@ const START_ATTEMPTS = 4;
 /**
  * Starts an embedded cluster in `<dir>/pg` on a {@link stablePort}, trying another when Postgres
  * could not start (the port was taken between the pick and Postgres' bind). Commits do not wait
- * for the WAL flush (`synchronous_commit = off`): a test cluster is never recovered after a
- * crash, and the wait dominated short transactions. shared_buffers stays at Postgres' 128 MiB.
+ * for the WAL flush (`synchronous_commit = off`) and nothing is flushed to disk (`fsync = off`,
+ * `full_page_writes = off`): a test cluster is never recovered after a crash, and the waits
+ * dominated short transactions and each suite's CREATE DATABASE. shared_buffers stays at Postgres' 128 MiB.
  * @throws the last start error after {@link START_ATTEMPTS} attempts.
  */
 export async function startTestPostgres(dir: string): Promise<EmbeddedCluster> {
@@ -35,6 +36,8 @@ export async function startTestPostgres(dir: string): Promise<EmbeddedCluster> {
     const admin = connect(cluster.adminUrl, { max: 1 });
     try {
       await admin.unsafe('ALTER SYSTEM SET synchronous_commit = off');
+      await admin.unsafe('ALTER SYSTEM SET fsync = off');
+      await admin.unsafe('ALTER SYSTEM SET full_page_writes = off');
       await admin.unsafe('SELECT pg_reload_conf()');
     } finally {
       await admin.end({ timeout: 5 });
