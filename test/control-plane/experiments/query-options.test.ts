@@ -1,7 +1,7 @@
 /**
  * PostHog's query rules without an upstream vector to replay, checked end to end (real ingestion,
  * `POST /query/`) against figures counted by hand from the events each test sends: a mean
- * metric's `threshold`, `only_count_matured_users` (conversion window after the last exposure;
+ * metric's `threshold`, `only_count_matured_users` (conversion window after the first exposure;
  * retention window after the start event; stored on the experiment, overridden by a query), a query's `stats_config`, and the refusals (unknown
  * stats_config keys, math_hogql outside the subset, threshold with winsorization, bad
  * ExperimentExposureQuery).
@@ -60,19 +60,19 @@ test('threshold: each user counts 1 when their value reaches it, so sum = sum_sq
   assert.match(both.body.detail, /threshold cannot be combined/);
 });
 
-test('only_count_matured_users: a user counts once their last exposure plus the conversion window has passed', async () => {
+test('only_count_matured_users: a user counts once their first exposure plus the conversion window has passed', async () => {
   const f = 'opt-matured';
   const now = Date.now();
   const id = await setup(f, [
     exposed(f, 'm1', 'control', now - 2 * DAY), ['m1', 'purchase', now - 2 * DAY + HOUR, { amount: 1 }], // matured
     exposed(f, 'm2', 'control', now - 2 * HOUR), ['m2', 'purchase', now - HOUR, { amount: 2 }], // window still open
-    exposed(f, 'm3', 'control', now - 2 * DAY), exposed(f, 'm3', 'control', now - HOUR), // the last exposure reopens it
+    exposed(f, 'm3', 'control', now - 2 * DAY), exposed(f, 'm3', 'control', now - HOUR), // a re-exposure does not reopen it
     exposed(f, 'm4', 'test', now - 30 * HOUR), ['m4', 'purchase', now - 29 * HOUR, { amount: 4 }], // matured
   ]);
   const windowed = { ...sumMetric, conversion_window: 1, conversion_window_unit: 'day' };
   const on = await query({ kind: 'ExperimentQuery', experiment_id: id, metric: windowed, only_count_matured_users: true });
   assert.equal(on.status, 200, on.text);
-  assert.deepEqual([arm(on, 'control').number_of_samples, arm(on, 'control').sum], [1, 1]);
+  assert.deepEqual([arm(on, 'control').number_of_samples, arm(on, 'control').sum], [2, 1]);
   assert.deepEqual([arm(on, 'test').number_of_samples, arm(on, 'test').sum], [1, 4]);
   const off = await query({ kind: 'ExperimentQuery', experiment_id: id, metric: windowed });
   assert.deepEqual([arm(off, 'control').number_of_samples, arm(off, 'control').sum], [3, 3]);
