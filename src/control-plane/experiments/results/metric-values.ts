@@ -16,8 +16,8 @@
  *   earliest next event is taken, which maximises the steps reached) or unordered (steps in any
  *   order); `step` = highest step
  *   reached (unordered: steps done), value 1 when every step was reached.
- * - retention: only entities with a start event at/after their first exposure; start = the
- *   first (or last) such event; retained (1) when a later completion event falls between
+ * - retention: only entities with a start event at/after their first exposure (and, with a
+ *   conversion window W, at most W after it, inclusive); start = the first (or last) such event; retained (1) when a later completion event falls between
  *   start + window_start and start + window_end units (day or hour, truncated in the project's
  *   time zone). With `maturedBy` (only_count_matured_users), only start events whose window end
  *   (window_end units after it) has passed by then count (PostHog anchors maturity on the start).
@@ -263,7 +263,8 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj, mater
               BETWEEN date_trunc(${unit}, st.start_ts AT TIME ZONE ${s.timezone}) + make_interval(${unit === 'hour' ? tx`hours` : tx`days`} => ${from})
                   AND date_trunc(${unit}, st.start_ts AT TIME ZONE ${s.timezone}) + make_interval(${unit === 'hour' ? tx`hours` : tx`days`} => ${to}))
           THEN 1 ELSE 0 END)::float8 AS value, 1::float8 AS denom, 0 AS step, 0::float8 AS cov
-        FROM exp_exposed x JOIN (SELECT entity, ${pick} AS start_ts FROM exp_steps WHERE k = 1 AND ts <= ${s.end} GROUP BY entity
+        FROM exp_exposed x JOIN (SELECT e.entity, ${pick} AS start_ts FROM exp_steps e JOIN exp_exposed f ON f.entity = e.entity
+            WHERE e.k = 1 AND e.ts <= ${s.end} ${w > 0 ? tx`AND e.ts <= f.first_exposure + make_interval(secs => ${w})` : tx``} GROUP BY e.entity
           ${s.maturedBy && to > 0 ? tx`HAVING ${pick} + make_interval(${unit === 'hour' ? tx`hours` : tx`days`} => ${to}) <= ${s.maturedBy}` : tx``}) st ON st.entity = x.entity`);
     }
     default:
