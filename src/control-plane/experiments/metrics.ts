@@ -9,8 +9,9 @@
  * checked when it runs (results/query-options.ts).
  *
  * The server assigns a `uuid` when none is given and a `fingerprint`: SHA-256 of the metric
- * (without uuid, name and fingerprint), the experiment's start date, stats method and exposure
- * criteria, so a change to any of them makes earlier results stale (PostHog
+ * (without uuid, name and fingerprint), the experiment's start date, stats method, exposure
+ * criteria and — only when set — `only_count_matured_users` (so fingerprints of experiments
+ * without it stay as they were), so a change to any of them makes earlier results stale (PostHog
  * `compute_metric_fingerprint`).
  */
 import { type JsonObject, isJsonObject, pyType } from '../../json-shapes.js';
@@ -119,11 +120,14 @@ function canonical(v: unknown): string {
   return JSON.stringify(v ?? null);
 }
 
-/** The metric's fingerprint under an experiment's start date, stats method and exposure criteria. */
-export function metricFingerprint(metric: Obj, startDate: Date | null, statsMethod: string, exposureCriteria: unknown): string {
+/** The metric's fingerprint under an experiment's start date, stats method, exposure criteria and matured-users setting. */
+export function metricFingerprint(metric: Obj, startDate: Date | null, statsMethod: string, exposureCriteria: unknown, onlyCountMaturedUsers = false): string {
   const { uuid: _u, name: _n, fingerprint: _f, ...rest } = metric;
   return crypto.createHash('sha256')
-    .update(canonical({ metric: rest, start_date: startDate?.toISOString() ?? null, stats_method: statsMethod, exposure_criteria: exposureCriteria ?? null }))
+    .update(canonical({
+      metric: rest, start_date: startDate?.toISOString() ?? null, stats_method: statsMethod, exposure_criteria: exposureCriteria ?? null,
+      ...(onlyCountMaturedUsers ? { only_count_matured_users: true } : {}),
+    }))
     .digest('hex');
 }
 

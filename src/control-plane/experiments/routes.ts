@@ -54,6 +54,7 @@ const EXPERIMENT_BODY: JsonSchema = object({
   metrics: { type: 'array', items: { type: 'object', description: 'An ExperimentMetric (mean, funnel, ratio, retention).' } },
   metrics_secondary: { type: 'array', items: { type: 'object' } },
   stats_config: { type: ['object', 'null'], description: '`{method: "bayesian"|"frequentist", …}`' },
+  only_count_matured_users: { type: 'boolean', description: 'Count only users whose conversion (retention) window has elapsed (default false); a query may override it.' },
   conclusion: { type: ['string', 'null'], enum: ['won', 'lost', 'inconclusive', 'stopped_early', 'invalid', null] },
   conclusion_comment: { type: ['string', 'null'] },
   primary_metrics_ordered_uuids: { type: ['array', 'null'], items: { type: 'string' } },

@@ -47,7 +47,7 @@ export async function presentExperiments(h: Sql | Tx, projectId: number, rows: E
     const method = statsMethod(r);
     const saved = (links.get(r.id) ?? []).map((l) => ({
       id: l.id, experiment: l.experiment_id, saved_metric: l.saved_metric_id, metadata: l.metadata, created_at: l.created_at.toISOString(),
-      query: { ...l.query, fingerprint: metricFingerprint(l.query, r.start_date, method, r.exposure_criteria) }, name: l.name,
+      query: { ...l.query, fingerprint: metricFingerprint(l.query, r.start_date, method, r.exposure_criteria, r.only_count_matured_users) }, name: l.name,
     }));
     return {
       id: r.id, name: r.name, description: r.description, start_date: r.start_date?.toISOString() ?? null, end_date: r.end_date?.toISOString() ?? null,
@@ -56,7 +56,8 @@ export async function presentExperiments(h: Sql | Tx, projectId: number, rows: E
       saved_metrics: saved, saved_metrics_ids: saved.map((s) => ({ id: s.saved_metric, metadata: s.metadata })),
       filters: r.filters, archived: r.archived, deleted: r.deleted, created_by: userBasic(r.created_by),
       created_at: r.created_at.toISOString(), updated_at: r.updated_at.toISOString(), type: r.type, exposure_criteria: r.exposure_criteria,
-      metrics: r.metrics, metrics_secondary: r.metrics_secondary, stats_config: r.stats_config, _create_in_folder: r.create_in_folder,
+      metrics: r.metrics, metrics_secondary: r.metrics_secondary, stats_config: r.stats_config,
+      only_count_matured_users: r.only_count_matured_users, _create_in_folder: r.create_in_folder,
       conclusion: r.conclusion, conclusion_comment: r.conclusion_comment,
       primary_metrics_ordered_uuids: r.primary_metrics_ordered_uuids, secondary_metrics_ordered_uuids: r.secondary_metrics_ordered_uuids,
       status: experimentStatus(r), user_access_level: 'editor',
@@ -70,6 +71,6 @@ export function activityRecord(r: ExperimentRow): Obj {
     name: r.name, description: r.description, start_date: r.start_date?.toISOString() ?? null, end_date: r.end_date?.toISOString() ?? null,
     holdout_id: r.holdout_id, exposure_cohort: r.exposure_cohort_id, parameters: r.parameters, filters: r.filters, archived: r.archived,
     deleted: r.deleted, exposure_criteria: r.exposure_criteria, metrics: r.metrics, metrics_secondary: r.metrics_secondary,
-    stats_config: r.stats_config, conclusion: r.conclusion, conclusion_comment: r.conclusion_comment,
+    stats_config: r.stats_config, only_count_matured_users: r.only_count_matured_users, conclusion: r.conclusion, conclusion_comment: r.conclusion_comment,
   };
 }

@@ -99,6 +99,7 @@ export class ExperimentService {
       exposure_criteria: input.exposure_criteria ?? { filterTestAccounts: true },
       metrics: input.metrics ?? [], metrics_secondary: input.metrics_secondary ?? [],
       stats_config: { ...(input.stats_config ?? {}), method: statsMethod({ stats_config: input.stats_config ?? null }) },
+      only_count_matured_users: input.only_count_matured_users ?? false,
       create_in_folder: input.create_in_folder ?? null, conclusion: input.conclusion ?? null, conclusion_comment: input.conclusion_comment ?? null,
       primary_metrics_ordered_uuids: null, secondary_metrics_ordered_uuids: null,
     };
@@ -160,6 +161,7 @@ export class ExperimentService {
         exposure_criteria: input.exposure_criteria === undefined ? current.exposure_criteria : input.exposure_criteria,
         metrics: input.metrics ?? current.metrics, metrics_secondary: input.metrics_secondary ?? current.metrics_secondary,
         stats_config: input.stats_config === undefined ? current.stats_config : { ...(input.stats_config ?? {}), method: statsMethod({ stats_config: input.stats_config }) },
+        only_count_matured_users: input.only_count_matured_users ?? current.only_count_matured_users,
         create_in_folder: current.create_in_folder, conclusion: input.conclusion === undefined ? current.conclusion : input.conclusion,
         conclusion_comment: input.conclusion_comment === undefined ? current.conclusion_comment : input.conclusion_comment,
         primary_metrics_ordered_uuids: current.primary_metrics_ordered_uuids, secondary_metrics_ordered_uuids: current.secondary_metrics_ordered_uuids,
@@ -237,6 +239,7 @@ export class ExperimentService {
       const input: ExperimentInput = {
         name, description: source.description, feature_flag_key: key, parameters, filters: source.filters, type: source.type,
         exposure_criteria: source.exposure_criteria, metrics, metrics_secondary: metricsSecondary, stats_config: source.stats_config,
+        only_count_matured_users: source.only_count_matured_users,
         secondary_metrics: source.secondary_metrics, holdout_id: source.holdout_id,
         saved_metrics_ids: links.map((l) => ({ id: l.saved_metric_id, metadata: l.metadata })),
         primary_metrics_ordered_uuids: remap(source.primary_metrics_ordered_uuids),
@@ -311,7 +314,7 @@ export class ExperimentService {
   /** Stamps each metric with its fingerprint under the experiment's settings. */
   private fingerprint(w: store.ExperimentWrite): void {
     const method = statsMethod(w);
-    for (const m of [...w.metrics, ...w.metrics_secondary]) m.fingerprint = metricFingerprint(m, w.start_date, method, w.exposure_criteria);
+    for (const m of [...w.metrics, ...w.metrics_secondary]) m.fingerprint = metricFingerprint(m, w.start_date, method, w.exposure_criteria, w.only_count_matured_users);
   }
 
   /** Checks saved-metric links belong to the project. @throws ApiError 400 attr saved_metrics_ids. */

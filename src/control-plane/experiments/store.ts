@@ -62,12 +62,12 @@ const json = (h: Handle, v: unknown) => (v === null || v === undefined ? null : 
 export async function insertExperiment(tx: Tx, projectId: number, userId: number, w: ExperimentWrite): Promise<number> {
   const [row] = await tx<{ id: number }[]>`INSERT INTO experiments (project_id, created_by_id, name, description, start_date, end_date,
       feature_flag_id, holdout_id, exposure_cohort_id, parameters, secondary_metrics, filters, archived, deleted, type, exposure_criteria,
-      metrics, metrics_secondary, stats_config, create_in_folder, conclusion, conclusion_comment,
+      metrics, metrics_secondary, stats_config, only_count_matured_users, create_in_folder, conclusion, conclusion_comment,
       primary_metrics_ordered_uuids, secondary_metrics_ordered_uuids)
     VALUES (${projectId}, ${userId}, ${w.name}, ${w.description}, ${w.start_date}, ${w.end_date}, ${w.feature_flag_id}, ${w.holdout_id},
       ${w.exposure_cohort_id}, ${json(tx, w.parameters)}, ${tx.json(w.secondary_metrics as never)}, ${tx.json(w.filters as never)}, ${w.archived},
       ${w.deleted}, ${w.type}, ${json(tx, w.exposure_criteria)}, ${tx.json(w.metrics as never)}, ${tx.json(w.metrics_secondary as never)},
-      ${json(tx, w.stats_config)}, ${w.create_in_folder}, ${w.conclusion}, ${w.conclusion_comment},
+      ${json(tx, w.stats_config)}, ${w.only_count_matured_users}, ${w.create_in_folder}, ${w.conclusion}, ${w.conclusion_comment},
       ${json(tx, w.primary_metrics_ordered_uuids)}, ${json(tx, w.secondary_metrics_ordered_uuids)})
     RETURNING id::int AS id`;
   return row!.id;
@@ -80,7 +80,7 @@ export async function updateExperiment(tx: Tx, id: number, w: ExperimentWrite): 
     parameters = ${json(tx, w.parameters)}, secondary_metrics = ${tx.json(w.secondary_metrics as never)}, filters = ${tx.json(w.filters as never)},
     archived = ${w.archived}, deleted = ${w.deleted}, type = ${w.type}, exposure_criteria = ${json(tx, w.exposure_criteria)},
     metrics = ${tx.json(w.metrics as never)}, metrics_secondary = ${tx.json(w.metrics_secondary as never)}, stats_config = ${json(tx, w.stats_config)},
-    create_in_folder = ${w.create_in_folder}, conclusion = ${w.conclusion}, conclusion_comment = ${w.conclusion_comment},
+    only_count_matured_users = ${w.only_count_matured_users}, create_in_folder = ${w.create_in_folder}, conclusion = ${w.conclusion}, conclusion_comment = ${w.conclusion_comment},
     primary_metrics_ordered_uuids = ${json(tx, w.primary_metrics_ordered_uuids)},
     secondary_metrics_ordered_uuids = ${json(tx, w.secondary_metrics_ordered_uuids)}, updated_at = now()
     WHERE id = ${id}`;

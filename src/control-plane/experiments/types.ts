@@ -33,6 +33,8 @@ export interface ExperimentRow {
   metrics: Obj[];
   metrics_secondary: Obj[];
   stats_config: Obj | null;
+  /** PostHog's experiment setting: count only users whose conversion (retention) window has elapsed. */
+  only_count_matured_users: boolean;
   create_in_folder: string | null;
   conclusion: string | null;
   conclusion_comment: string | null;

@@ -36,6 +36,7 @@ export interface ExperimentInput {
   metrics?: Obj[];
   metrics_secondary?: Obj[];
   stats_config?: Obj | null;
+  only_count_matured_users?: boolean;
   create_in_folder?: string | null;
   conclusion?: string | null;
   conclusion_comment?: string | null;
@@ -206,6 +207,8 @@ export function validateExperimentBody(body: unknown): ExperimentInput {
   if (has('metrics')) out.metrics = validateMetricList(b.metrics, 'metrics');
   if (has('metrics_secondary')) out.metrics_secondary = validateMetricList(b.metrics_secondary, 'metrics_secondary');
   if (has('stats_config')) out.stats_config = statsConfig(b.stats_config);
+  // PostHog's serializer field is a non-null boolean; on create a null means the default (false).
+  if (has('only_count_matured_users') && b.only_count_matured_users !== null) out.only_count_matured_users = bool(b.only_count_matured_users, 'only_count_matured_users');
   if (has('_create_in_folder')) out.create_in_folder = text(b._create_in_folder, '_create_in_folder', 400, true);
   if (has('conclusion')) {
     if (b.conclusion !== null && !(CONCLUSIONS as readonly unknown[]).includes(b.conclusion)) throw errors.validation(`"${String(b.conclusion)}" is not a valid choice.`, 'conclusion', 'invalid_choice');

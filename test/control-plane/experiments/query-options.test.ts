@@ -1,8 +1,8 @@
 /**
  * PostHog's query rules without an upstream vector to replay, checked end to end (real ingestion,
  * `POST /query/`) against figures counted by hand from the events each test sends: a mean
- * metric's `threshold`, `only_count_matured_users` (conversion window after the last exposure;
- * retention window after the start event), a query's `stats_config`, and the refusals (unknown
+ * metric's `threshold`, `only_count_matured_users` (conversion window after the first exposure;
+ * retention window after the start event; stored on the experiment, overridden by a query), a query's `stats_config`, and the refusals (unknown
  * stats_config keys, math_hogql outside the subset, threshold with winsorization, bad
  * ExperimentExposureQuery).
  */
@@ -60,19 +60,19 @@ test('threshold: each user counts 1 when their value reaches it, so sum = sum_sq
   assert.match(both.body.detail, /threshold cannot be combined/);
 });
 
-test('only_count_matured_users: a user counts once their last exposure plus the conversion window has passed', async () => {
+test('only_count_matured_users: a user counts once their first exposure plus the conversion window has passed', async () => {
   const f = 'opt-matured';
   const now = Date.now();
   const id = await setup(f, [
     exposed(f, 'm1', 'control', now - 2 * DAY), ['m1', 'purchase', now - 2 * DAY + HOUR, { amount: 1 }], // matured
     exposed(f, 'm2', 'control', now - 2 * HOUR), ['m2', 'purchase', now - HOUR, { amount: 2 }], // window still open
-    exposed(f, 'm3', 'control', now - 2 * DAY), exposed(f, 'm3', 'control', now - HOUR), // the last exposure reopens it
+    exposed(f, 'm3', 'control', now - 2 * DAY), exposed(f, 'm3', 'control', now - HOUR), // a re-exposure does not reopen it
     exposed(f, 'm4', 'test', now - 30 * HOUR), ['m4', 'purchase', now - 29 * HOUR, { amount: 4 }], // matured
   ]);
   const windowed = { ...sumMetric, conversion_window: 1, conversion_window_unit: 'day' };
   const on = await query({ kind: 'ExperimentQuery', experiment_id: id, metric: windowed, only_count_matured_users: true });
   assert.equal(on.status, 200, on.text);
-  assert.deepEqual([arm(on, 'control').number_of_samples, arm(on, 'control').sum], [1, 1]);
+  assert.deepEqual([arm(on, 'control').number_of_samples, arm(on, 'control').sum], [2, 1]);
   assert.deepEqual([arm(on, 'test').number_of_samples, arm(on, 'test').sum], [1, 4]);
   const off = await query({ kind: 'ExperimentQuery', experiment_id: id, metric: windowed });
   assert.deepEqual([arm(off, 'control').number_of_samples, arm(off, 'control').sum], [3, 3]);
@@ -81,6 +81,38 @@ test('only_count_matured_users: a user counts once their last exposure plus the 
   const bad = await query({ kind: 'ExperimentQuery', experiment_id: id, metric: windowed, only_count_matured_users: 'yes' });
   assert.equal(bad.status, 400);
   assert.equal(bad.body.attr, 'only_count_matured_users');
+});
+
+test('only_count_matured_users stored on the experiment: create, PATCH, GET, fingerprint; the runner uses it unless the query says otherwise', async () => {
+  const f = 'opt-matured-stored';
+  const now = Date.now();
+  const id = await setup(f, [
+    exposed(f, 'm1', 'control', now - 2 * DAY), ['m1', 'purchase', now - 2 * DAY + HOUR, { amount: 1 }], // matured
+    exposed(f, 'm2', 'control', now - 2 * HOUR), ['m2', 'purchase', now - HOUR, { amount: 2 }], // window still open
+  ]);
+  const url = `/api/projects/${t.projectId}/experiments/${id}/`;
+  const windowed = { ...sumMetric, uuid: crypto.randomUUID(), conversion_window: 1, conversion_window_unit: 'day' };
+  const off = await t.request('PATCH', url, { body: { metrics: [windowed] } });
+  assert.equal(off.status, 200, off.text);
+  assert.equal(off.body.only_count_matured_users, false, 'PostHog\'s default');
+  const on = await t.request('PATCH', url, { body: { only_count_matured_users: true } });
+  assert.equal(on.body.only_count_matured_users, true);
+  assert.notEqual(on.body.metrics[0].fingerprint, off.body.metrics[0].fingerprint, 'the setting changes what the metric computes');
+  assert.equal((await t.request('GET', url)).body.only_count_matured_users, true);
+
+  const stored = await query({ kind: 'ExperimentQuery', experiment_id: id, metric: windowed });
+  assert.deepEqual([arm(stored, 'control').number_of_samples, arm(stored, 'control').sum], [1, 1], 'the stored setting applies');
+  const overridden = await query({ kind: 'ExperimentQuery', experiment_id: id, metric: windowed, only_count_matured_users: false });
+  assert.deepEqual([arm(overridden, 'control').number_of_samples, arm(overridden, 'control').sum], [2, 3], 'the query\'s value wins');
+
+  const bad = await t.request('PATCH', url, { body: { only_count_matured_users: 'sometimes' } });
+  assert.equal(bad.status, 400);
+  assert.equal(bad.body.attr, 'only_count_matured_users');
+  const created = await t.request('POST', `/api/projects/${t.projectId}/experiments/`, { body: { name: `${f}-2`, feature_flag_key: `${f}-2`, only_count_matured_users: true } });
+  assert.equal(created.status, 201, created.text);
+  assert.equal(created.body.only_count_matured_users, true);
+  const copy = await t.request('POST', `/api/projects/${t.projectId}/experiments/${created.body.id}/duplicate/`, { body: {} });
+  assert.equal(copy.body.only_count_matured_users, true, 'a duplicate keeps it');
 });
 
 test('only_count_matured_users for retention: the retention window must have ended after the start event', async () => {

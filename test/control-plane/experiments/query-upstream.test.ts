@@ -8,50 +8,33 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
 import { startTestControlPlane, type TestControlPlane } from '../../support/control-plane.js';
-import { ingestEvents } from '../../../src/control-plane/ingestion/service.js';
+import { type Journey, type Step, arm, exposure as exposureOf, fourteenDays, ingest as ingestFor, query as queryFor, experiment as experimentFor, shifted, shiftTo } from './upstream-support.js';
 
 let t: TestControlPlane;
 before(async () => { t = await startTestControlPlane(); });
 after(async () => { await t?.close(); });
 
-interface Ev { distinct_id: string; event: string; timestamp: string; properties: Record<string, unknown> }
-type Journey = Record<string, [event: string, timestamp: string, properties: Record<string, unknown>][]>;
-
+/** The current version of the mean-metric tests (moved under products/experiments). */
+const MEAN_NOW = { repo: 'PostHog/posthog', file: 'products/experiments/backend/hogql_queries/test/experiment_query_runner/test_mean_metric.py', commit: '1a71549111d5672335715878044dd515e7a8f84c' };
+/** An earlier version, whose vectors the current one keeps unchanged. */
 const MEAN = { repo: 'PostHog/posthog', file: 'posthog/hogql_queries/experiments/test/experiment_query_runner/test_mean_metric.py', commit: '0451e82b746848506c41f7014eea89e1fbf85828' };
 /** The stored version read (its commit is not recorded by the index; the index file id names the version). */
 const HOGQL = { repo: 'PostHog/posthog', file: 'posthog/hogql_queries/experiments/test/test_experiment_query_runner.py', index_file_id: '117178917' };
 const EXPOSURES = { repo: 'PostHog/posthog', file: 'products/experiments/backend/hogql_queries/test/experiment_query_runner/test_experiment_exposures_query_runner.py', commit: '2458a84dbe8bc00f22717360265c6d3ce5f75450' };
 
-/** An upstream `$feature_flag_called` of `flag` for `variant`, with the `$feature/<flag>` property the tests send. */
-const exposure = (flag: string, variant: string, ts: string): [string, string, Record<string, unknown>] =>
-  ['$feature_flag_called', ts, { $feature_flag: flag, $feature_flag_response: variant, [`$feature/${flag}`]: variant }];
+const exposure = exposureOf;
+const ingest = (prefix: string, journeys: Journey, offset = 0) => ingestFor(t, prefix, journeys, offset);
+const experiment = (flag: string, start: string, end: string, extra: Record<string, unknown> = {}) => experimentFor(t, flag, start, end, extra);
+const query = (q: Record<string, unknown>) => queryFor(t, q);
 
-async function ingest(prefix: string, journeys: Journey): Promise<void> {
-  const events = Object.entries(journeys).flatMap(([d, list]) => list.map(([event, ts, properties]) => ({
-    uuid: crypto.randomUUID(), project_id: t.projectId, distinct_id: `${prefix}:${d}`, event,
-    timestamp: new Date(/Z$|[+-]\d\d:\d\d$/.test(ts) ? ts : ts.length === 10 ? `${ts}T00:00:00Z` : `${ts}Z`).toISOString(), properties,
-  })));
-  for (let i = 0; i < events.length; i += 500) await ingestEvents(t.db.sql, events.slice(i, i + 500));
+interface MeanVector {
+  source: Record<string, unknown>; test: string; start: string; end?: string; metric: Record<string, unknown>; journeys: (flag: string) => Journey;
+  expect: Record<string, { n?: number; sum?: number }>;
+  /** PostHog's frozen now, for vectors that compare with it (the vector is moved onto the real now). */
+  frozen?: string;
+  extra?: Record<string, unknown>;
 }
-
-async function experiment(flag: string, start: string, end: string, extra: Record<string, unknown> = {}): Promise<{ id: number; feature_flag: Record<string, unknown> }> {
-  const r = await t.request('POST', `/api/projects/${t.projectId}/experiments/`, { body: { name: flag, feature_flag_key: flag, start_date: start, end_date: end, ...extra } });
-  assert.equal(r.status, 201, r.text);
-  return r.body;
-}
-
-async function query(q: Record<string, unknown>): Promise<any> {
-  const r = await t.request('POST', `/api/projects/${t.projectId}/query/`, { body: { query: q } });
-  assert.equal(r.status, 200, r.text);
-  return r.body;
-}
-
-/** The upstream tests' experiment: started at the frozen "now", ending 14 days later (base.py create_experiment). */
-const fourteenDays = (start: string) => new Date(Date.parse(start) + 14 * 86_400_000).toISOString();
-
-interface MeanVector { source: Record<string, unknown>; test: string; start: string; end?: string; metric: Record<string, unknown>; journeys: (flag: string) => Journey; expect: Record<string, { n: number; sum: number }> }
 
 /** 10 users per variant exposed at `at`; the first `buyers` of each buy once, `props(i, variant)` the purchase's properties. */
 function buyers(flag: string, at: string, buy: string, counts: Record<string, number>, props: (i: number, v: string) => Record<string, unknown>): Journey {
@@ -61,6 +44,36 @@ function buyers(flag: string, at: string, buy: string, counts: Record<string, nu
   }
   return out;
 }
+
+/** Users exposed at `at`, each with one purchase per amount, all at `when` (PostHog's threshold tests' `_create_threshold_users`). */
+function sameTime(flag: string, at: string, when: string, users: Record<string, number[][]>): Journey {
+  return Object.fromEntries(Object.entries(users).flatMap(([v, list]) => list.map((amounts, i): [string, Step[]] => [`user_${v}_${i}`,
+    [exposure(flag, v, at), ...amounts.map((amount): Step => ['purchase', when, { [`$feature/${flag}`]: v, amount }])]])));
+}
+
+/** Users exposed at `at` with `count` purchases each, one second apart from `first`. */
+function counts(flag: string, at: string, first: string, users: Record<string, [string, number]>, props: (i: number) => Record<string, unknown> = () => ({})): Journey {
+  return Object.fromEntries(Object.entries(users).map(([d, [v, n]]) => [d, [exposure(flag, v, at),
+    ...Array.from({ length: n }, (_, i): Step => ['purchase', new Date(Date.parse(first) + i * 1000).toISOString(), { [`$feature/${flag}`]: v, ...props(i) }])]]));
+}
+
+const sumOf = (prop = 'amount') => ({ kind: 'EventsNode', event: 'purchase', math: 'sum', math_property: prop });
+const mean = (source: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ kind: 'ExperimentMetric', metric_type: 'mean', source, ...extra });
+const COUNT_USERS: Record<string, [string, number]> = Object.fromEntries([
+  ...[1, 3, 3, 3, 3, 3, 3, 3, 3, 100].map((n, i) => [`control_${i + 1}`, ['control', n]]),
+  ...[2, 4, 4, 4, 4, 4, 4, 4, 4, 4].map((n, i) => [`test_${i + 1}`, ['test', n]]),
+]);
+/** PostHog's mature / immature users of its only_count_matured_users tests (exposed Jan 2 or Jan 10, 2020). */
+const maturedJourneys = (f: string): Journey => ({
+  user_mature_control: [exposure(f, 'control', '2020-01-02T12:00:00Z'), ['purchase', '2020-01-03T12:00:00Z', { [`$feature/${f}`]: 'control', amount: 50 }]],
+  user_immature_control: [exposure(f, 'control', '2020-01-10T12:00:00Z'), ['purchase', '2020-01-10T13:00:00Z', { [`$feature/${f}`]: 'control', amount: 100 }]],
+  user_mature_test: [exposure(f, 'test', '2020-01-02T12:00:00Z'), ['purchase', '2020-01-03T12:00:00Z', { [`$feature/${f}`]: 'test', amount: 75 }]],
+});
+/** test_matured_user_value_stable_across_re_exposure's user: exposed Jan 2 and again Jan 5, buying after each. */
+const reExposed = (f: string): Journey => ({
+  user_re_exposed: [exposure(f, 'control', '2020-01-02T00:00:00Z'), ['purchase', '2020-01-02T12:00:00Z', { [`$feature/${f}`]: 'control', amount: 25 }],
+    exposure(f, 'control', '2020-01-05T00:00:00Z'), ['purchase', '2020-01-05T12:00:00Z', { [`$feature/${f}`]: 'control', amount: 100 }]],
+});
 
 /** Users with one exposure at `at` and one purchase per amount (one second apart) from `first`. */
 function perUser(flag: string, at: string, first: string, users: Record<string, [string, number[]]>, event = 'purchase', prop = 'amount'): Journey {
@@ -76,11 +89,61 @@ const meanVectors: MeanVector[] = [
     expect: { control: { n: 10, sum: 60 }, test: { n: 10, sum: 120 } },
   },
   {
-    source: MEAN, test: 'test_conversion_window_extends_to_last_exposure', start: '2020-01-01T00:00:00Z', end: '2020-01-10T00:00:00Z',
-    metric: { kind: 'ExperimentMetric', metric_type: 'mean', source: { kind: 'EventsNode', event: 'purchase', math: 'sum', math_property: 'amount' }, conversion_window: 1, conversion_window_unit: 'day' },
+    // Supersedes test_conversion_window_extends_to_last_exposure of earlier versions: the window now runs from the first exposure.
+    source: MEAN_NOW, test: 'test_conversion_window_anchored_on_first_exposure', start: '2020-01-01T00:00:00Z', end: '2020-01-10T00:00:00Z',
+    metric: mean(sumOf(), { conversion_window: 1, conversion_window_unit: 'day' }),
     journeys: (f) => ({ user_control_window: [exposure(f, 'control', '2020-01-02T00:00:00Z'), exposure(f, 'control', '2020-01-05T00:00:00Z'),
-      ['purchase', '2020-01-05T12:00:00Z', { [`$feature/${f}`]: 'control', amount: 25 }]] }),
+      ['purchase', '2020-01-02T12:00:00Z', { [`$feature/${f}`]: 'control', amount: 25 }], ['purchase', '2020-01-05T12:00:00Z', { [`$feature/${f}`]: 'control', amount: 100 }]] }),
     expect: { control: { n: 1, sum: 25 } },
+  },
+  {
+    // quantileExact bounds over all 20 users: sorted[2] = 102, sorted[18] = 110.
+    source: MEAN_NOW, test: 'test_outlier_handling_for_sum_metric', start: '2024-01-01T12:00:00Z',
+    metric: mean(sumOf(), { lower_bound_percentile: 0.1, upper_bound_percentile: 0.9 }),
+    journeys: (f) => perUser(f, '2024-01-02T12:00:00Z', '2024-01-02T12:01:00Z', Object.fromEntries([
+      ...[1, 102, 103, 104, 105, 106, 107, 108, 109, 1110].map((a, i) => [`control_${i + 1}`, ['control', [a]]]),
+      ...[101, 102, 103, 104, 105, 106, 107, 108, 109, 110].map((a, i) => [`test_${i + 1}`, ['test', [a]]]),
+    ]) as Record<string, [string, number[]]>),
+    expect: { control: { n: 10, sum: 1056 }, test: { n: 10, sum: 1056 } },
+  },
+  {
+    // Upstream stamps purchase i at 12:01:{i:02d}; here purchase i is i seconds after 12:01:00 (a user has up to 100).
+    source: MEAN_NOW, test: 'test_outlier_handling_for_count_metric', start: '2024-01-01T12:00:00Z',
+    metric: mean({ kind: 'EventsNode', event: 'purchase', math: 'total' }, { lower_bound_percentile: 0.1, upper_bound_percentile: 0.9 }),
+    journeys: (f) => counts(f, '2024-01-02T12:00:00Z', '2024-01-02T12:01:00Z', COUNT_USERS),
+    expect: { control: { n: 10, sum: 31 }, test: { n: 10, sum: 39 } },
+  },
+  {
+    source: MEAN_NOW, test: 'test_hogql_count_metric_with_winsorization', start: '2024-01-01T12:00:00Z',
+    metric: mean({ kind: 'EventsNode', event: 'purchase', math: 'hogql', math_hogql: 'count(properties.category)' }, { lower_bound_percentile: 0.1, upper_bound_percentile: 0.9 }),
+    journeys: (f) => counts(f, '2024-01-02T12:00:00Z', '2024-01-02T12:01:00Z', COUNT_USERS, (i) => ({ category: `cat_${i}` })),
+    expect: { control: { n: 10 }, test: { n: 10 } },
+  },
+  {
+    source: MEAN_NOW, test: 'test_only_count_matured_users', start: '2020-01-01T00:00:00Z', end: '2020-01-15T00:00:00Z', frozen: '2020-01-15T12:00:00Z',
+    extra: { only_count_matured_users: true }, metric: mean(sumOf(), { conversion_window: 7, conversion_window_unit: 'day' }), journeys: maturedJourneys,
+    expect: { control: { n: 1, sum: 50 }, test: { n: 1, sum: 75 } },
+  },
+  ...['2020-01-04T00:00:00Z', '2020-01-07T00:00:00Z'].map((frozen): MeanVector => ({
+    source: MEAN_NOW, test: `test_matured_user_value_stable_across_re_exposure, run at ${frozen}`, start: '2020-01-01T00:00:00Z', end: '2020-01-15T00:00:00Z', frozen,
+    extra: { only_count_matured_users: true }, metric: mean(sumOf(), { conversion_window: 1, conversion_window_unit: 'day' }), journeys: reExposed,
+    expect: { control: { n: 1, sum: 25 } },
+  })),
+  {
+    source: MEAN_NOW, test: 'test_threshold_sum_metric_counts_users_crossing', start: '2020-01-01T12:00:00Z', metric: mean(sumOf(), { threshold: 100 }),
+    journeys: (f) => sameTime(f, '2020-01-02T12:00:00Z', '2020-01-02T12:01:00Z', { control: [...Array(4).fill([60, 60]), ...Array(6).fill([50])], test: [...Array(7).fill([60, 60]), ...Array(3).fill([50])] }),
+    expect: { control: { n: 10, sum: 4 }, test: { n: 10, sum: 7 } },
+  },
+  {
+    source: MEAN_NOW, test: 'test_threshold_is_inclusive_and_zero_for_users_without_events', start: '2020-01-01T12:00:00Z', metric: mean(sumOf(), { threshold: 100 }),
+    journeys: (f) => sameTime(f, '2020-01-02T12:00:00Z', '2020-01-02T12:01:00Z', { control: [[100], []], test: [[99], [101]] }),
+    expect: { control: { n: 2, sum: 1 }, test: { n: 2, sum: 1 } },
+  },
+  {
+    source: MEAN_NOW, test: 'test_threshold_count_metric_counts_users_with_enough_events', start: '2020-01-01T12:00:00Z',
+    metric: mean({ kind: 'EventsNode', event: 'purchase', math: 'total' }, { threshold: 3 }),
+    journeys: (f) => sameTime(f, '2020-01-02T12:00:00Z', '2020-01-02T12:01:00Z', { control: [[1, 1, 1], [1, 1]], test: [[1, 1, 1, 1, 1], [1, 1, 1, 1, 1]] }),
+    expect: { control: { sum: 1 }, test: { sum: 2 } },
   },
   {
     source: MEAN, test: 'test_outlier_handling_with_ignore_zeros', start: '2020-01-01T12:00:00Z',
@@ -143,14 +206,14 @@ const meanVectors: MeanVector[] = [
 for (const [i, v] of meanVectors.entries()) {
   test(`upstream ${v.test} (${v.source.file} @ ${'commit' in v.source ? v.source.commit : `index file ${v.source.index_file_id}`})`, async () => {
     const flag = `up-mean-${i}`;
-    const x = await experiment(flag, v.start, v.end ?? fourteenDays(v.start), { stats_config: { method: 'frequentist' } });
-    await ingest(flag, v.journeys(flag));
+    const offset = v.frozen ? shiftTo(v.frozen) : 0;
+    const x = await experiment(flag, shifted(v.start, offset), shifted(v.end ?? fourteenDays(v.start), offset), { stats_config: { method: 'frequentist' }, ...v.extra });
+    await ingest(flag, v.journeys(flag), offset);
     const r = await query({ kind: 'ExperimentQuery', experiment_id: x.id, metric: v.metric });
-    const arms = [r.baseline, ...r.variant_results];
     for (const [key, e] of Object.entries(v.expect)) {
-      const arm = arms.find((a: any) => a.key === key);
-      assert.equal(arm.number_of_samples, e.n, `${key} number_of_samples`);
-      assert.ok(Math.abs(arm.sum - e.sum) < 1e-9, `${key} sum ${arm.sum} vs ${e.sum}`);
+      const a = arm(r, key);
+      if (e.n !== undefined) assert.equal(a.number_of_samples, e.n, `${key} number_of_samples`);
+      if (e.sum !== undefined) assert.ok(Math.abs(a.sum - e.sum) < 1e-9, `${key} sum ${a.sum} vs ${e.sum}`);
     }
   });
 }
@@ -235,4 +298,32 @@ test(`upstream test_srm_calculation_detects_significant_mismatch, direct (${EXPO
   const r = await exposuresOf(f, onDays(f, { control: Array(90).fill('2024-01-02'), test: Array(10).fill('2024-01-02') }));
   assert.ok(r.sample_ratio_mismatch.p_value < 0.001, String(r.sample_ratio_mismatch.p_value));
   assert.deepEqual(r.sample_ratio_mismatch.expected, { control: 50, test: 50 });
+});
+
+test(`upstream test_exposure_query_without_feature_flag_property, direct (${EXPOSURES.file} @ ${EXPOSURES.commit})`, async () => {
+  const f = 'up-exp-no-prop';
+  const journeys = onDays(f, { control: ['2024-01-02', '2024-01-02', '2024-01-03', '2024-01-03'], test: ['2024-01-02', '2024-01-02', '2024-01-02', '2024-01-03', '2024-01-03'] });
+  // Some SDKs send no `$feature/<flag>` value: the exposure still counts, by `$feature_flag_response`.
+  journeys.user_control_3![0]![2][`$feature/${f}`] = '';
+  const r = await exposuresOf(f, journeys);
+  assert.equal(r.timeseries.length, 2);
+  assert.deepEqual(r.total_exposures, { control: 4, test: 5 });
+});
+
+test(`upstream test_exposure_query_using_group_aggregation, direct (${EXPOSURES.file} @ ${EXPOSURES.commit})`, async () => {
+  // utils.py create_standard_group_test_events (same commit): 22 users per variant exposed hourly from the frozen now
+  // (2024-01-07T12:00), control users in org:0–1, test users in org:2–4; the experiment runs 2024-01-01 to 2024-01-28.
+  const f = 'up-exp-groups';
+  const journeys: Journey = {};
+  for (const v of ['control', 'test']) {
+    for (let i = 0; i < 22; i++) {
+      const org = `org:${v === 'test' ? 2 + (i % 3) : i % 2}`;
+      journeys[`user_${v}_${i}`] = [exposure(f, v, new Date(Date.parse('2024-01-07T12:00:00Z') + i * 3_600_000).toISOString(), { $group_0: org, $groups: { organization: org } })];
+    }
+  }
+  const x = await experiment(f, '2024-01-01T00:00:00Z', '2024-01-28T00:00:00Z', { parameters: { aggregation_group_type_index: 0 } });
+  await ingest(f, journeys);
+  const r = await query({ kind: 'ExperimentExposureQuery', experiment_id: x.id, experiment_name: f, feature_flag: x.feature_flag,
+    start_date: '2024-01-01T00:00:00+00:00', end_date: '2024-01-28T00:00:00+00:00' });
+  assert.deepEqual(r.total_exposures, { control: 2, test: 3 });
 });

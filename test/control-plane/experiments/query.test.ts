@@ -81,7 +81,7 @@ test('mean, funnel, ratio and retention metrics equal a direct computation from 
   events.push(exposure('held-1', key, 'holdout-9', start + HOUR));
   await ingest(events);
 
-  // Direct computation: per user, events at/after the first exposure and before last exposure + W.
+  // Direct computation: per user, events at/after the first exposure and before first exposure + W.
   const W = 24 * HOUR;
   const byUser = new Map<string, Ev[]>();
   for (const e of events) byUser.set(e.distinct_id, [...(byUser.get(e.distinct_id) ?? []), e]);
@@ -89,8 +89,7 @@ test('mean, funnel, ratio and retention metrics equal a direct computation from 
     const out = new Map<string, { n: number; sum: number; sum_squares: number }>();
     for (const u of users) {
       const first = Math.min(...u.exposedAt);
-      const last = Math.max(...u.exposedAt);
-      const evs = (byUser.get(u.d) ?? []).filter((e) => e.event !== '$feature_flag_called' && Date.parse(e.timestamp) >= first && Date.parse(e.timestamp) < last + W);
+      const evs = (byUser.get(u.d) ?? []).filter((e) => e.event !== '$feature_flag_called' && Date.parse(e.timestamp) >= first && Date.parse(e.timestamp) < first + W);
       const v = value(u, evs);
       const a = out.get(u.variant) ?? { n: 0, sum: 0, sum_squares: 0 };
       a.n++; a.sum += v; a.sum_squares += v * v;

@@ -1,6 +1,6 @@
 /**
  * Who is in an experiment (research/experiments.md §2): the exposed entities with their variant
- * and first and last exposure times, materialised as the temporary table `exp_exposed` (dropped
+ * and first exposure time, materialised as the temporary table `exp_exposed` (dropped
  * at commit) for the metric queries of the same transaction.
  *
  * 1. Window `[start, end]` (inclusive), end = the experiment's end date, else `as_of`.
@@ -86,7 +86,7 @@ async function preAggregatedFits(tx: Tx, s: ExposureSpec): Promise<boolean> {
 }
 
 /**
- * Creates `exp_exposed(entity, variant, first_exposure, last_exposure)` in one statement: under
+ * Creates `exp_exposed(entity, variant, first_exposure)` in one statement: under
  * `exclude`, entities that saw several variants are left out right in the aggregate.
  */
 export async function materializeExposures(tx: Tx, s: ExposureSpec): Promise<void> {
@@ -103,13 +103,13 @@ export async function materializeExposures(tx: Tx, s: ExposureSpec): Promise<voi
   if (!custom && s.groupIndex === null && await preAggregatedFits(tx, s)) {
     // Ingestion's pre-aggregate (ingestion/exposures.ts): one row per person and response.
     rows = s.merges
-      ? tx`SELECT COALESCE(o.override_person_uuid, x.person_uuid) AS entity, x.variant, x.first_ts AS ts, x.last_ts
+      ? tx`SELECT COALESCE(o.override_person_uuid, x.person_uuid) AS entity, x.variant, x.first_ts AS ts
           FROM experiment_exposures x LEFT JOIN person_overrides o ON o.project_id = x.project_id AND o.old_person_uuid = x.person_uuid
           WHERE x.project_id = ${s.projectId} AND x.flag_key = ${s.flagKey} AND x.variant = ANY(${tx.array(s.variants)}::text[])`
-      : tx`SELECT x.person_uuid AS entity, x.variant, x.first_ts AS ts, x.last_ts FROM experiment_exposures x
+      : tx`SELECT x.person_uuid AS entity, x.variant, x.first_ts AS ts FROM experiment_exposures x
           WHERE x.project_id = ${s.projectId} AND x.flag_key = ${s.flagKey} AND x.variant = ANY(${tx.array(s.variants)}::text[])`;
   } else {
-    rows = tx`SELECT entity, variant, ts, ts AS last_ts
+    rows = tx`SELECT entity, variant, ts
       FROM (SELECT ${entitySql(tx, s.groupIndex, s.merges)} AS entity, e.timestamp AS ts, ${variantExpr} AS variant
             FROM events e ${personJoinSql(tx, s.groupIndex, s.merges)}
             WHERE e.project_id = ${s.projectId} AND ${eventFilter} AND e.timestamp >= ${s.start} AND e.timestamp <= ${s.end}) r
@@ -117,18 +117,19 @@ export async function materializeExposures(tx: Tx, s: ExposureSpec): Promise<voi
   }
   const part = s.partition && s.partition.count > 1 ? partitionSql(tx, s.groupIndex, s.partition) : tx``;
   await tx`CREATE TEMP TABLE exp_exposed ON COMMIT DROP AS
-    SELECT entity, ${variantPick} AS variant, min(ts) AS first_exposure, max(last_ts) AS last_exposure
+    SELECT entity, ${variantPick} AS variant, min(ts) AS first_exposure
     FROM (${rows}) r ${part} GROUP BY entity ${having}`;
   await tx`ANALYZE exp_exposed`;
 }
 
 /**
  * PostHog's `only_count_matured_users` for every metric but retention: removes from
- * `exp_exposed` the entities whose conversion window (`windowSeconds`, after their last exposure)
- * has not fully elapsed by `now`. A metric without a conversion window keeps everyone (PostHog:
- * a maturity window of 0 filters nothing).
+ * `exp_exposed` the entities whose conversion window (`windowSeconds`, after their first
+ * exposure: PostHog anchors maturity there, so a re-exposure does not make a matured user
+ * immature again) has not fully elapsed by `now`. A metric without a conversion window keeps
+ * everyone (PostHog: a maturity window of 0 filters nothing).
  */
 export async function dropImmature(tx: Tx, windowSeconds: number, now: Date): Promise<void> {
   if (windowSeconds <= 0) return;
-  await tx`DELETE FROM exp_exposed WHERE last_exposure + make_interval(secs => ${windowSeconds}) > ${now}`;
+  await tx`DELETE FROM exp_exposed WHERE first_exposure + make_interval(secs => ${windowSeconds}) > ${now}`;
 }

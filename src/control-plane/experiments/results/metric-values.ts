@@ -5,16 +5,19 @@
  * experiment's window and by the exposures' span ({@link ExposureSpan}).
  *
  * - mean: metric events at/after the entity's first exposure and, with a conversion window W,
- *   before its last exposure + W (events `[start, end + W)`); value by `math` — total (count),
+ *   before its first exposure + W (events `[start, end + W)`; PostHog anchors the window on the
+ *   first exposure, so a later re-exposure does not extend it); value by `math` — total (count),
  *   sum/avg/min/max of the numeric property (missing or non-numeric → 0), unique_session,
  *   dau, unique_group, hogql (./hogql-math.ts); entities without events count as 0.
  * - ratio: numerator and denominator each as a mean source (`value`, `denom`).
  * - funnel: the exposure is step 0; steps 1…k from the first exposure within W (default three
- *   years), ordered (each step at/after the previous one; the earliest next event is taken,
- *   which maximises the steps reached) or unordered (steps in any order); `step` = highest step
+ *   years) and up to the end (end + W with a conversion window), ordered (each step at/after the
+ *   previous one, strictly after when both steps name the same event: one event is one step; the
+ *   earliest next event is taken, which maximises the steps reached) or unordered (steps in any
+ *   order); `step` = highest step
  *   reached (unordered: steps done), value 1 when every step was reached.
- * - retention: only entities with a start event at/after their first exposure; start = the
- *   first (or last) such event; retained (1) when a later completion event falls between
+ * - retention: only entities with a start event at/after their first exposure (and, with a
+ *   conversion window W, at most W after it, inclusive); start = the first (or last) such event; retained (1) when a later completion event falls between
  *   start + window_start and start + window_end units (day or hour, truncated in the project's
  *   time zone). With `maturedBy` (only_count_matured_users), only start events whose window end
  *   (window_end units after it) has passed by then count (PostHog anchors maturity on the start).
@@ -31,7 +34,7 @@ import { errors } from '../../../errors.js';
 import { eventFiltersSql, numericProperty } from '../../events/property-filters.js';
 import { entitySql, personJoinSql } from '../../events/person-merges.js';
 import { eventPartitionsBetween } from '../../ingestion/event-partitions.js';
-import { summaryFunnel } from './summary-funnel.js';
+import { afterStep, summaryFunnel } from './summary-funnel.js';
 import { countedMath, summaryCount } from './summary-count.js';
 import { readableFromPersonTimes } from './person-times.js';
 import { hogqlAggregateSql, hogqlValueSql, parseHogqlMath } from './hogql-math.js';
@@ -111,15 +114,15 @@ function aggregate(tx: Tx, source: Obj, attr: string) {
 }
 
 /**
- * The span of the exposures (earliest first exposure, latest first and last exposure): no metric
- * event outside `[earliest first exposure, latest exposure + W]` can count for anyone, so the event
- * scans are bounded by it as well as by the experiment's window.
+ * The span of the first exposures (earliest and latest): no metric event outside `[earliest
+ * first exposure, latest first exposure + W]` can count for anyone, so the event scans are
+ * bounded by it as well as by the experiment's window.
  */
-export interface ExposureSpan { minFirst: Date | null; maxFirst: Date | null; maxLast: Date | null }
+export interface ExposureSpan { minFirst: Date | null; maxFirst: Date | null }
 
 /** Reads {@link ExposureSpan} from `exp_exposed`. */
 export async function exposureSpan(tx: Tx): Promise<ExposureSpan> {
-  const [r] = await tx<ExposureSpan[]>`SELECT min(first_exposure) AS "minFirst", max(first_exposure) AS "maxFirst", max(last_exposure) AS "maxLast" FROM exp_exposed`;
+  const [r] = await tx<ExposureSpan[]>`SELECT min(first_exposure) AS "minFirst", max(first_exposure) AS "maxFirst" FROM exp_exposed`;
   return r!;
 }
 
@@ -138,10 +141,10 @@ function covariateValues(tx: Tx, s: ValueSpec, source: unknown, days: number) {
 
 /**
  * The bounds of a mean-like source's event scan: from the window's start or the earliest first
- * exposure, up to the end (w = 0, inclusive) or the earlier of end + W and the latest exposure + W.
+ * exposure, up to the end (w = 0, inclusive) or the earlier of end + W and the latest first exposure + W.
  */
 function sourceBounds(s: ValueSpec, w: number): { from: Date; until: Date } {
-  const until = w > 0 ? earlier(new Date(s.end.getTime() + w * 1000), s.span.maxLast && new Date(s.span.maxLast.getTime() + w * 1000)) : s.end;
+  const until = w > 0 ? earlier(new Date(s.end.getTime() + w * 1000), s.span.maxFirst && new Date(s.span.maxFirst.getTime() + w * 1000)) : s.end;
   return { from: later(s.start, s.span.minFirst), until };
 }
 
@@ -151,7 +154,7 @@ function sourceValues(tx: Tx, s: ValueSpec, source: unknown, attr: string, w: nu
   const events = sourceEvents(tx, s, source, attr, until, w === 0, from);
   return tx`SELECT x.entity, ${aggregate(tx, source as Obj, attr)} AS value
     FROM exp_exposed x JOIN (${events}) s ON s.entity = x.entity AND s.ts >= x.first_exposure
-      ${w > 0 ? tx`AND s.ts < x.last_exposure + make_interval(secs => ${w})` : tx``}
+      ${w > 0 ? tx`AND s.ts < x.first_exposure + make_interval(secs => ${w})` : tx``}
     GROUP BY x.entity`;
 }
 
@@ -208,7 +211,9 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj, mater
     case 'funnel': {
       const steps = Array.isArray(metric.series) ? metric.series : [];
       const fw = w > 0 ? w : DEFAULT_FUNNEL_WINDOW_SECONDS;
-      const until = earlier(new Date(s.end.getTime() + fw * 1000), s.span.maxFirst && new Date(s.span.maxFirst.getTime() + fw * 1000));
+      // Step events lie in [start, end], or [start, end + W] with a conversion window (PostHog:
+      // without one, events after the end date do not count).
+      const until = w > 0 ? earlier(new Date(s.end.getTime() + w * 1000), s.span.maxFirst && new Date(s.span.maxFirst.getTime() + w * 1000)) : s.end;
       const stepsFrom = later(s.start, s.span.minFirst);
       const k = steps.length;
       const ordered = metric.funnel_order_type !== 'unordered';
@@ -227,7 +232,7 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj, mater
         const source = steps[step - 1];
         const attr = `metric__series__${step - 1}`;
         const prev = ordered && step > 1 ? tx`${tx(`exp_f${step - 1}`)}` : tx`exp_exposed`;
-        const from = ordered && step > 1 ? tx`p.t` : tx`p.first_exposure`;
+        const from = ordered && step > 1 ? afterStep(tx, tx`p.t`, steps as Obj[], step) : tx`p.first_exposure`;
         const events = sourceEvents(tx, s, source, attr, until, true, stepsFrom);
         await tx`CREATE TEMP TABLE ${tx(`exp_f${step}`)} ON COMMIT DROP AS
           SELECT p.entity, p.first_exposure, min(e.ts) AS t
@@ -258,7 +263,8 @@ export async function materializeValues(tx: Tx, s: ValueSpec, metric: Obj, mater
               BETWEEN date_trunc(${unit}, st.start_ts AT TIME ZONE ${s.timezone}) + make_interval(${unit === 'hour' ? tx`hours` : tx`days`} => ${from})
                   AND date_trunc(${unit}, st.start_ts AT TIME ZONE ${s.timezone}) + make_interval(${unit === 'hour' ? tx`hours` : tx`days`} => ${to}))
           THEN 1 ELSE 0 END)::float8 AS value, 1::float8 AS denom, 0 AS step, 0::float8 AS cov
-        FROM exp_exposed x JOIN (SELECT entity, ${pick} AS start_ts FROM exp_steps WHERE k = 1 AND ts <= ${s.end} GROUP BY entity
+        FROM exp_exposed x JOIN (SELECT e.entity, ${pick} AS start_ts FROM exp_steps e JOIN exp_exposed f ON f.entity = e.entity
+            WHERE e.k = 1 AND e.ts <= ${s.end} ${w > 0 ? tx`AND e.ts <= f.first_exposure + make_interval(secs => ${w})` : tx``} GROUP BY e.entity
           ${s.maturedBy && to > 0 ? tx`HAVING ${pick} + make_interval(${unit === 'hour' ? tx`hours` : tx`days`} => ${to}) <= ${s.maturedBy}` : tx``}) st ON st.entity = x.entity`);
     }
     default:
@@ -295,7 +301,7 @@ async function probedFunnel(tx: Tx, s: ValueSpec, steps: Obj[], o: { ordered: bo
     const source = steps[step - 1]!;
     const chained = o.ordered && step > 1;
     const exists = !o.ordered || step === k;
-    const after = chained ? tx`y.${tx(`t${step - 1}`)}` : tx`y.first_exposure`;
+    const after = chained ? afterStep(tx, tx`y.${tx(`t${step - 1}`)}`, steps, step) : tx`y.first_exposure`;
     const probes = (exists ? [...tables].reverse() : tables).map((table) => tx`(SELECT e.timestamp FROM ${tx(table)} e
         WHERE e.project_id = ${s.projectId} AND e.person_id = y.entity AND e.event = ${source.event as string}
           AND e.timestamp >= ${after} AND e.timestamp >= ${o.from} AND e.timestamp <= ${o.until}

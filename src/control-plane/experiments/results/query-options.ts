@@ -8,9 +8,11 @@
  *   sequential_testing_enabled, sequential_tuning_parameter}, `cuped` {enabled, lookback_days
  *   1–30}, `baseline_variant_key`, `difference_type`. `difference_type` is PostHog's enum name,
  *   RELATIVE or ABSOLUTE.
- * - `only_count_matured_users` (boolean): PostHog's experiment setting, taken per query here
- *   (results/query-runner.ts applies it): only users whose conversion window (retention: window
- *   end after their start event) has fully elapsed are counted.
+ * - `only_count_matured_users` (boolean): overrides, for this run, the experiment's stored
+ *   setting of the same name (PostHog keeps it on the experiment only and its runner reads the
+ *   experiment's; the per-query override is Switchyard's). results/query-runner.ts applies it:
+ *   only users whose conversion window (retention: window end after their start event) has
+ *   fully elapsed are counted.
  * - the metric: `math: "hogql"` sources must be in the subset of ./hogql-math.ts; a mean
  *   metric's `threshold` cannot be combined with winsorization bounds (PostHog's winsorized
  *   query drops the threshold without a word; Switchyard says so instead).
@@ -33,7 +35,8 @@ export const STATS_CONFIG_KEYS: Readonly<Record<string, readonly string[]>> = {
 export interface QueryOptions {
   /** The query's stats_config, or null to use the experiment's. */
   statsConfig: Obj | null;
-  onlyCountMaturedUsers: boolean;
+  /** The query's only_count_matured_users, or null to use the experiment's. */
+  onlyCountMaturedUsers: boolean | null;
 }
 
 function fail(detail: string, attr: string): never {
@@ -105,7 +108,7 @@ export function validateQueryStatsConfig(v: unknown, attr = 'stats_config'): Obj
 export function queryOptions(query: Obj): QueryOptions {
   const matured = query.only_count_matured_users;
   if (matured !== undefined && matured !== null && typeof matured !== 'boolean') fail('only_count_matured_users must be a boolean.', 'only_count_matured_users');
-  return { statsConfig: validateQueryStatsConfig(query.stats_config), onlyCountMaturedUsers: matured === true };
+  return { statsConfig: validateQueryStatsConfig(query.stats_config), onlyCountMaturedUsers: typeof matured === 'boolean' ? matured : null };
 }
 
 /** The sources of a metric with their attr paths. */

@@ -13,7 +13,7 @@
  * Arms: the baseline is `stats_config.baseline_variant_key`, else `control`, else the first
  * variant; variants follow the flag's order, zero-filled when unseen; the holdout is no arm.
  * The query may carry `stats_config` (replacing the experiment's) and `only_count_matured_users`
- * (query-options.ts); a mean metric's `threshold` counts each entity 1 when its value reaches it,
+ * (replacing the experiment's stored setting; query-options.ts); a mean metric's `threshold` counts each entity 1 when its value reaches it,
  * else 0 (sum = sum_squares = entities reaching it), as PostHog's mean query builder.
  */
 import { type JsonObject, isJsonObject } from '../../../json-shapes.js';
@@ -96,8 +96,9 @@ export async function runExperimentQuery(sql: Sql, projectId: number, query: unk
 
   const winsorized = metric.metric_type === 'mean' && (metric.lower_bound_percentile != null || metric.upper_bound_percentile != null);
   const cupedConfig = isJsonObject(stats.cuped) ? stats.cuped as Obj : null;
-  // only_count_matured_users: windows must have elapsed by now (PostHog compares with the wall clock).
-  const maturedBy = options.onlyCountMaturedUsers ? opts.asOf ?? new Date() : null;
+  // only_count_matured_users (the query's, else the experiment's): windows must have elapsed by
+  // now (PostHog compares with the wall clock).
+  const maturedBy = (options.onlyCountMaturedUsers ?? experiment.only_count_matured_users) ? opts.asOf ?? new Date() : null;
   const threshold = metric.metric_type === 'mean' && typeof metric.threshold === 'number' ? metric.threshold : null;
   const cupedDays = metric.metric_type === 'mean' && cupedConfig?.enabled === true
     ? Math.min(CUPED_MAX_LOOKBACK_DAYS, Math.max(1, Math.round(Number(cupedConfig.lookback_days ?? CUPED_DEFAULT_LOOKBACK_DAYS)) || CUPED_DEFAULT_LOOKBACK_DAYS))

@@ -3,7 +3,7 @@
  * has any) from ingestion's pre-aggregate `person_event_times` (migration 0017), for persons without merges and a source that person-times.ts `readableFromPersonTimes`
  * accepts. Same rule as metric-values.ts' mean (research/experiments.md §3.1): the source's
  * events at/after the person's first exposure and the window's start, and with a conversion
- * window W before the last exposure + W and the window's end (exclusive), else up to the end
+ * window W before the first exposure + W and the window's end (exclusive), else up to the end
  * (inclusive).
  *
  * How: one merge-joined row per person and month of the window (person-times.ts). A month's
@@ -16,7 +16,7 @@ import type { JsonObject } from '../../../json-shapes.js';
 import type { Tx } from '../../db/connect.js';
 import { type Fragment, joinPersonTimes, microsecondBefore, planMergeJoins, timesBefore, timesUpTo, windowMonths } from './person-times.js';
 
-/** The bounds of a counted source: from `from`, up to `until` (inclusive when `w` = 0), and before the last exposure + `w` seconds when `w` > 0. */
+/** The bounds of a counted source: from `from`, up to `until` (inclusive when `w` = 0), and before the first exposure + `w` seconds when `w` > 0. */
 export interface CountWindow { from: Date; until: Date; w: number }
 
 /** Whether `source`'s math is a count this module computes (total, the default, or dau). */
@@ -36,7 +36,7 @@ export async function summaryCount(tx: Tx, projectId: number, source: JsonObject
   const joined = joinPersonTimes(tx, projectId, [event], months);
   // [lo, hi], both inclusive (an exclusive end is the microsecond before it: timestamps are µs).
   const hi = o.w > 0
-    ? microsecondBefore(tx, tx`LEAST(x.last_exposure + make_interval(secs => ${o.w}), ${o.until}::timestamptz)`)
+    ? microsecondBefore(tx, tx`LEAST(x.first_exposure + make_interval(secs => ${o.w}), ${o.until}::timestamptz)`)
     : tx`${o.until}::timestamptz`;
   const perMonth = months.map(({ table }, j) => {
     const [first, last, n, times] = [joined.col('f', 0, j), joined.col('l', 0, j), joined.col('n', 0, j), joined.col('ts', 0, j)];

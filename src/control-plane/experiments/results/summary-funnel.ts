@@ -3,8 +3,8 @@
  * for persons without merges and steps that person-times.ts
  * `readableFromPersonTimes` accepts (a named event other than `$feature_flag_called`, no property
  * filter). Same rules as metric-values.ts' funnel (research/experiments.md §3.3): the exposure is
- * step 0; ordered, step i takes the earliest step-i event at/after step i − 1 (the last step only
- * has to exist); unordered, every step has to exist at/after the exposure; all within
+ * step 0; ordered, step i takes the earliest step-i event at/after step i − 1 (strictly after
+ * when both name the same event; the last step only has to exist); unordered, every step has to exist at/after the exposure; all within
  * [max(first exposure, from), min(first exposure + W, until)].
  *
  * How: for each step and each month of the window, a LEFT JOIN of the exposed persons with that
@@ -20,9 +20,21 @@
  * from the joined columns (fenced with OFFSET 0, so the planner neither inlines a step's
  * expression into the next nor repeats a fallback probe).
  */
-import type { JsonObject } from '../../../json-shapes.js';
+import { type JsonObject, isJsonObject } from '../../../json-shapes.js';
 import type { Tx } from '../../db/connect.js';
 import { type Fragment, joinPersonTimes, planMergeJoins, timesBefore, timesUpTo, windowMonths } from './person-times.js';
+
+/**
+ * The earliest time ordered funnel step `step` (1-based) may take given the previous step's
+ * time `prev`: `prev`, or the next microsecond when both steps name the same event, so one event
+ * never counts as two steps (PostHog's funnel takes each event once). Timestamps are µs.
+ */
+export function afterStep(tx: Tx, prev: Fragment, steps: readonly unknown[], step: number) {
+  const a = steps[step - 2];
+  const b = steps[step - 1];
+  const same = isJsonObject(a) && isJsonObject(b) && typeof a.event === 'string' && a.event === b.event;
+  return same ? tx`(${prev} + interval '1 microsecond')` : prev;
+}
 
 /** The window of a funnel: order, W in seconds, and the bounds every step event lies in. */
 export interface FunnelWindow { ordered: boolean; fw: number; from: Date; until: Date }
@@ -50,7 +62,7 @@ export async function summaryFunnel(tx: Tx, projectId: number, steps: readonly J
     const i = step - 1;
     const event = steps[i]!.event as string;
     const latest = !o.ordered || step === k; // only has to exist: the latest in bounds is as good as any
-    const a = o.ordered && step > 1 ? tx`y.${tx(`t${step - 1}`)}` : tx`y.lo`;
+    const a = o.ordered && step > 1 ? afterStep(tx, tx`y.${tx(`t${step - 1}`)}`, steps, step) : tx`y.lo`;
     const perMonth = months.map(({ table }, j) => {
       const [first, last, times] = [joined.col('f', i, j), joined.col('l', i, j), joined.col('ts', i, j)];
       const below = timesBefore(tx, a, times);
