@@ -49,7 +49,7 @@ async function append(events: CapturedEvent[], shed = false): Promise<void> {
     await rpc.call(shed ? 'appendShed' : 'append', bytes, [bytes]);
   } catch (e) {
     const w = e as WireError;
-    if (w.name === 'OutboxFullError') throw new OutboxFullError(Number(w.data?.maxBytes), Number(w.data?.retryAfterS), w.data?.backlog === true);
+    if (w.name === 'OutboxFullError') throw new OutboxFullError(Number(w.data?.maxBytes), Number(w.data?.retryAfterS), w.data?.backlog === true, w.data?.stopping === true);
     throw new Error(w.message);
   }
 }

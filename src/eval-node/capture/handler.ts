@@ -134,7 +134,7 @@ export async function handleCapture(path: string, query: URLSearchParams | strin
     await store.append(events);
   } catch (e) {
     if (e instanceof OutboxFullError) {
-      return { ...fail(errors.unavailable(e.backlog ? 'outbox_backlog' : 'outbox_full', e.message)), headers: [['retry-after', String(e.retryAfterS)]] };
+      return { ...fail(errors.unavailable(e.stopping ? 'shutting_down' : e.backlog ? 'outbox_backlog' : 'outbox_full', e.message)), headers: [['retry-after', String(e.retryAfterS)]] };
     }
     throw e;
   }

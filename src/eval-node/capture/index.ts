@@ -21,7 +21,10 @@ import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { CapturedEvent } from '../../contract/events.js';
 import { handleCapture, type CaptureReply } from './handler.js';
-import { Outbox } from './outbox.js';
+import { Outbox, OutboxFullError } from './outbox.js';
+
+/** Retry-After of an append refused because the node is stopping, in seconds. */
+const STOPPING_RETRY_AFTER_S = 1;
 import { Shipper, type IngestClientCall } from './shipper.js';
 
 /** Location of the outbox environment inside the data dir. */
@@ -59,7 +62,10 @@ export interface CaptureService {
   appendPacked(packed: Uint8Array, shed?: boolean): Promise<void>;
   outbox: Outbox;
   shipper: Shipper;
-  /** Stops shipping and closes the outbox (stored events stay for the next start). */
+  /**
+   * Stops shipping and closes the outbox (stored events stay for the next start), after the
+   * appends in flight; appends from then on fail with OutboxFullError `stopping` (503).
+   */
   close(): Promise<void>;
 }
 
@@ -67,30 +73,33 @@ export interface CaptureService {
 export function startCapture(opts: CaptureOptions): CaptureService {
   const outbox = Outbox.open({ path: opts.outboxPath ?? captureOutboxPath(opts.config), maxBytes: opts.config.maxOutboxBytes });
   const shipper = new Shipper({ outbox, log: opts.log, openStream: opts.openStream });
+  // Appends in flight: close() waits for them before it closes the outbox's environment, and
+  // refuses new ones once it began (503 shutting_down, retry), so a stopping node never writes
+  // to a closed environment and never drops an event it is about to acknowledge.
+  const inFlight = new Set<Promise<void>>();
+  let closing: Promise<void> | null = null;
+  const guarded = async (write: () => Promise<void>): Promise<void> => {
+    if (closing) throw new OutboxFullError(opts.config.maxOutboxBytes, STOPPING_RETRY_AFTER_S, false, true);
+    const p = write();
+    inFlight.add(p);
+    try { await p; } finally { inFlight.delete(p); }
+    shipper.notify();
+  };
   const store = {
     projectIdForToken: opts.projectIdForToken,
     ready: opts.ready,
-    async append(events: Parameters<Outbox['append']>[0]) {
-      await outbox.append(events, true);
-      shipper.notify();
-    },
+    append: (events: Parameters<Outbox['append']>[0]) => guarded(() => outbox.append(events, true)),
   };
   shipper.start();
-  let closing: Promise<void> | null = null;
   return {
     handler: (p, q, h, b) => handleCapture(p, q, h, b, store, Date.now(), opts.config.maxCaptureBodyBytes),
-    async append(events) {
-      await outbox.append(events);
-      shipper.notify();
-    },
-    async appendPacked(packed, shed = false) {
-      await outbox.appendPacked(packed, shed);
-      shipper.notify();
-    },
+    append: (events) => guarded(() => outbox.append(events)),
+    appendPacked: (packed, shed = false) => guarded(() => outbox.appendPacked(packed, shed)),
     outbox,
     shipper,
     close() {
       closing ??= (async () => {
+        await Promise.allSettled([...inFlight]);
         await shipper.stop();
         await outbox.close();
       })();

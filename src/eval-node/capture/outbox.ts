@@ -38,10 +38,16 @@ export const RETRY_AFTER_MAX_S = 30;
  * a client append is shed near it. `retryAfterS`: what the client should wait, in seconds.
  */
 export class OutboxFullError extends Error {
-  constructor(readonly maxBytes: number, readonly retryAfterS: number = RETRY_AFTER_MAX_S, readonly backlog: boolean = false) {
-    super(backlog
-      ? `capture outbox is backlogged (over ${Math.round(SHED_FROM_FRACTION * 100)}% of ${maxBytes} bytes); retry after ${retryAfterS} s`
-      : `capture outbox is full (${maxBytes} bytes); retry later`);
+  /**
+   * @param backlog the outbox is over its shedding threshold (not full).
+   * @param stopping the node is stopping: the outbox takes no more appends (another node will).
+   */
+  constructor(readonly maxBytes: number, readonly retryAfterS: number = RETRY_AFTER_MAX_S, readonly backlog: boolean = false, readonly stopping: boolean = false) {
+    super(stopping
+      ? 'this node is stopping and takes no more events; retry (another node will take them)'
+      : backlog
+        ? `capture outbox is backlogged (over ${Math.round(SHED_FROM_FRACTION * 100)}% of ${maxBytes} bytes); retry after ${retryAfterS} s`
+        : `capture outbox is full (${maxBytes} bytes); retry later`);
     this.name = 'OutboxFullError';
   }
 }

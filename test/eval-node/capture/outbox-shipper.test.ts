@@ -247,3 +247,25 @@ test('startCapture: events accepted while the control plane is down survive a re
   client.close();
   server.close();
 });
+
+test('startCapture: close() waits for the appends in flight; captures after it answer 503 shutting_down and write nothing', async () => {
+  const { startCapture } = await import('../../../src/eval-node/capture/index.js');
+  const { testConfig } = await import('../../../src/config.js');
+  const config = testConfig({ dataDir: path.join(tmp, 'node-closing') });
+  const client = new Client('127.0.0.1:1', grpc.credentials.createInsecure()) as any;
+  const capture = startCapture({ config, log, projectIdForToken: (t: string) => (t === TOKEN ? projectId : null), openStream: () => client.Ingest(new grpc.Metadata()) });
+  const body = (id: string) => Buffer.from(JSON.stringify({ api_key: TOKEN, batch: Array.from({ length: 200 }, (_, i) => ({ event: 'c', distinct_id: `${id}-${i}` })) }));
+  // Appends in flight when close() is called complete and are on disk; a capture after it is
+  // refused with 503 shutting_down (its client retries elsewhere) and nothing of it is written.
+  const inFlight = Array.from({ length: 5 }, (_, i) => capture.append(Array.from({ length: 200 }, (_, j) => ev(`closing-${i}-${j}`))));
+  const closed = capture.close();
+  const late = await capture.handler('/batch/', '', { 'content-type': 'application/json' }, body('late'));
+  assert.equal(late.status, 503);
+  assert.equal((late.body as { code?: string }).code, 'shutting_down');
+  await Promise.all(inFlight);
+  await closed;
+  client.close();
+  const reopened = Outbox.open({ path: path.join(config.dataDir, 'capture-outbox'), maxBytes: config.maxOutboxBytes });
+  assert.equal(reopened.entries, 5, 'the five acknowledged requests are on disk, the refused one is not');
+  await reopened.close();
+});
