@@ -2,8 +2,9 @@
  * What posthog-js needs from a node, as a user sees it: posthog-js, unchanged (its `array.js` bundle, as the
  * snippet loads it), in Debian's headless Chromium on a page served from another origin, pointed
  * at a real node of a real cluster. Remote config (`config.js`), CORS preflights, /flags and
- * capture all cross origins; flags must equal what POST /flags answers for the same 200 users
- * (rollout, multivariate with payloads, person property, group property, cohort, inactive), and
+ * capture all cross origins, and no request to the node fails (its extension scripts included);
+ * flags must equal what POST /flags answers for the same 200 users (rollout, multivariate with
+ * payloads, person property, group property, cohort, inactive), and
  * $pageview, $identify, a custom event and $feature_flag_called must reach Postgres, the event
  * definitions and the flag's `last_called_at`. Chromium is /usr/bin/chromium (the Makefile
  * installs Debian's package); playwright-core drives it and never downloads a browser.
@@ -72,12 +73,16 @@ test('posthog-js in Chromium: remote config, flags equal to /flags, and every ev
 
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
     const page = await browser.newPage();
+    // Every request the page makes to the node succeeds, posthog-js's extension scripts
+    // (`/static/<name>.js`, served from the installed posthog-js) included.
     const failed: string[] = [];
-    // Optional extension scripts (`/static/<name>.js`, e.g. surveys) are not served by nodes
-    // (404): posthog-js runs without them. Every other request must succeed.
-    const optional = (url: string) => url.startsWith(`${node.http.url}/static/`);
-    page.on('requestfailed', (r) => { if (!optional(r.url())) failed.push(`${r.method()} ${r.url()}: ${r.failure()?.errorText}`); });
-    page.on('response', (r) => { if (r.url().startsWith(node.http.url) && !optional(r.url()) && r.status() >= 400) failed.push(`${r.status()} ${r.request().method()} ${r.url()}`); });
+    const scripts: string[] = [];
+    page.on('requestfailed', (r) => { failed.push(`${r.method()} ${r.url()}: ${r.failure()?.errorText}`); });
+    page.on('response', (r) => {
+      if (!r.url().startsWith(node.http.url)) return;
+      if (r.status() >= 400) failed.push(`${r.status()} ${r.request().method()} ${r.url()}`);
+      if (new URL(r.url()).pathname.startsWith('/static/')) scripts.push(`${r.status()} ${new URL(r.url()).pathname}`);
+    });
     await page.goto(page$.url);
 
     // Flags for many users, one posthog-js instance each (bootstrapped distinct id), with person
@@ -167,6 +172,7 @@ test('posthog-js in Chromium: remote config, flags equal to /flags, and every ev
       return typeof f.body.last_called_at === 'string';
     }, { timeoutMs: 30_000, intervalMs: 250 });
     assert.deepEqual(failed, [], 'no request from the page failed');
+    assert.ok(scripts.some((s) => /^200 \/static\/.*surveys\.js$/.test(s)), `posthog-js loaded surveys.js from the node: ${scripts.join(', ')}`);
   } finally {
     await browser?.close().catch(() => {});
     await page$.close();

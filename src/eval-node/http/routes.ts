@@ -1,8 +1,9 @@
 /**
  * The evaluation node's routes (DESIGN.md "Evaluation node"): /flags and /decide (POST; OPTIONS
  * answers CORS preflights, cors.ts; anything else 405), the local-evaluation feed, capture (when
- * a handler is plugged in, capture-routes.ts), posthog-js's remote config (remote-config-routes.ts),
- * OpenFeature's OFREP (ofrep-handler.ts), probes, and 404 in PostHog's shape for everything else.
+ * a handler is plugged in, capture-routes.ts), posthog-js's remote config (remote-config-routes.ts)
+ * and extension bundles (static-assets.ts), OpenFeature's OFREP (ofrep-handler.ts), probes, and
+ * 404 in PostHog's shape for everything else.
  */
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { errors } from '../../errors.js';
@@ -17,6 +18,7 @@ import { preflightHandler } from './cors.js';
 import { evaluationNodeIndex } from '../../where.js';
 import { registerRemoteConfigRoutes } from './remote-config-routes.js';
 import { registerOfrepRoutes } from './ofrep-handler.js';
+import { registerStaticRoutes } from './static-assets.js';
 
 const FLAGS_PATHS = ['/flags', '/flags/'];
 const DECIDE_PATHS = ['/decide', '/decide/'];
@@ -40,12 +42,13 @@ export function registerRoutes(app: TemplatedApp, ctx: NodeHttpContext, capture?
   registerCaptureRoutes(app, ctx, capture);
   registerRemoteConfigRoutes(app, ctx);
   registerOfrepRoutes(app, ctx);
+  registerStaticRoutes(app, ctx);
   app.get('/', (res, req) => new Exchange(res, ctx.metrics, 'other', req.getHeader('origin')).send(200, JSON.stringify(evaluationNodeIndex())));
   app.get('/_health', healthHandler(ctx));
   app.get('/_ready', readyHandler(ctx));
   app.get('/metrics', metricsHandler(ctx));
-  // With CORS, so a browser asking for something the node lacks (posthog-js's optional
-  // `/static/<extension>.js`) sees a plain 404 instead of a CORS failure.
+  // With CORS, so a browser asking for something the node lacks sees a plain 404 instead of a
+  // CORS failure.
   app.any('/*', (res, req) => new Exchange(res, ctx.metrics, 'other', req.getHeader('origin')).sendError(errors.notFound(), true));
 }
 
