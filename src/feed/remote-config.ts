@@ -3,7 +3,8 @@
  * `/array/<token>/config` as JSON and `/array/<token>/config.js` as a script that fills
  * `window._POSTHOG_REMOTE_CONFIG[<token>]`). posthog-js reads it once per page load and turns
  * features on or off by it; the fields Switchyard has no product behind (session recording,
- * surveys, product tours, site apps) are answered off, so the SDK never loads their scripts.
+ * surveys, product tours, site apps) are answered off. posthog-js may still ask for some of
+ * their scripts; nodes answer those (eval-node/http/static-assets.ts).
  * Sources: research/posthog-flag-evaluation.md §5.2 (`config=true` keys) and posthog-js's
  * `RemoteConfigLoader` / `_onRemoteConfig`. Pure.
  */
