@@ -152,6 +152,19 @@ test('the console: explore events, open a person with its flags and reasons, sch
     assert.equal(served['beta-banner'], undefined, 'the node leaves the disabled flag out');
     await shot(page, 'person-flags');
 
+    // Its events: every event of both its distinct ids, and nothing wider than a phone.
+    await page.getByRole('link', { name: 'Events of this person' }).click();
+    await waitFor('the person\'s events', async () => (await rows.count()) > 0);
+    const [own] = await t.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM events WHERE project_id = ${t.projectId} AND distinct_id IN ('ana-1', 'anon-7f3a')`;
+    assert.equal(await rows.count(), own!.n);
+    await page.setViewportSize({ width: 390, height: 844 });
+    await rows.first().getByRole('button').click();
+    assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), 'no horizontal scrolling at 390 px');
+    await page.goBack();
+    await page.getByRole('heading', { name: 'ana@example.com' }).waitFor();
+    assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), 'no horizontal scrolling at 390 px');
+    await page.setViewportSize({ width: 1280, height: 800 });
+
     // The persons search finds her.
     await page.getByRole('link', { name: 'Persons', exact: true }).click();
     await page.getByRole('searchbox').fill('ana@');

@@ -116,7 +116,7 @@ export function EventsExplorer({ route }: { route: string[] }) {
           {events.map((e) => [
             <tr key={e.id} class={picked === e.id ? 'picked' : undefined} data-event-id={e.id}>
               <td><button class="link" aria-expanded={picked === e.id} onClick={() => setPicked(picked === e.id ? null : e.id)}>{e.event}</button></td>
-              <td class="wrap">{e.person ? personName(e.person) : e.distinct_id}</td>
+              <td class="wrap">{e.person ? <a href={`#/persons/d/${encodeURIComponent(e.distinct_id)}`}>{personName(e.person)}</a> : e.distinct_id}</td>
               <td>{utc(e.timestamp)}</td>
             </tr>,
             picked === e.id && (
