@@ -19,6 +19,9 @@ import { ExperimentView } from './pages/experiment-view.js';
 import { CohortList } from './pages/cohorts.js';
 import { EventDefinitions } from './pages/event-definitions.js';
 import { Keys } from './pages/keys.js';
+import { EventsExplorer } from './pages/events-explorer.js';
+import { PersonList } from './pages/person-list.js';
+import { PersonView } from './pages/person-view.js';
 
 function useHash(): string {
   const [hash, setHash] = useState(location.hash || '#/flags');
@@ -30,7 +33,7 @@ function useHash(): string {
   return hash;
 }
 
-const NAV: [string, string][] = [['#/flags', 'Feature flags'], ['#/experiments', 'Experiments'], ['#/cohorts', 'Cohorts'], ['#/events', 'Event definitions'], ['#/keys', 'API keys']];
+const NAV: [string, string][] = [['#/flags', 'Feature flags'], ['#/experiments', 'Experiments'], ['#/cohorts', 'Cohorts'], ['#/explore', 'Events'], ['#/persons', 'Persons'], ['#/events', 'Event definitions'], ['#/keys', 'API keys']];
 
 function page(hash: string) {
   const parts = hash.replace(/^#\//, '').split('/');
@@ -42,6 +45,8 @@ function page(hash: string) {
     case 'cohorts': return <CohortList />;
     case 'events': return <EventDefinitions />;
     case 'keys': return <Keys />;
+    case 'explore': return <EventsExplorer key={hash} route={parts.slice(1)} />;
+    case 'persons': return parts[1] ? <PersonView route={parts.slice(1)} /> : <PersonList />;
     default: return <FlagList />;
   }
 }

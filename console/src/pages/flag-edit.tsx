@@ -8,6 +8,7 @@ import { api } from '../api.js';
 import { ConditionSets, Variants, type ConditionSet, type Variant } from '../components/condition-sets.js';
 import { useLoad } from '../components/use-load.js';
 import { Insight } from '../components/insight.js';
+import { FlagSchedule } from '../components/flag-schedule.js';
 
 interface StoredProperty { key: string; operator?: string; value: unknown; type?: string }
 interface Flag {
@@ -103,6 +104,7 @@ export function FlagEdit({ id }: { id: number | null }) {
           {error && <span role="alert" class="error">{error}</span>}
         </div>
       </form>
+      {f && !f.deleted && <FlagSchedule flagId={f.id} onExecuted={flag.reload} />}
       {f && <FlagDetails flag={f} />}
     </section>
   );
