@@ -208,6 +208,7 @@ async function main(): Promise<void> {
     console.log(`   propagation:                 p50 ${fmt(pct(p4.samples, 0.5))}  p99 ${fmt(pct(p4.samples, 0.99))}  max ${fmt(p4.samples[p4.samples.length - 1]!)}  (target p99 < 20 ms)`);
     console.log(`   baseline PATCH round trip:   p50 ${fmt(pct(p4.patchMs, 0.5))}  p99 ${fmt(pct(p4.patchMs, 0.99))}`);
     console.log(`   baseline /flags round trip:  p50 ${fmt(pct(p4.flagsMs, 0.5))}  p99 ${fmt(pct(p4.flagsMs, 0.99))}`);
+    console.log(`   baseline NOTIFY round trip:  p50 ${fmt(pct(baseline, 0.5))}  p99 ${fmt(pct(baseline, 0.99))}  (question 1's, same run)`);
     console.log(`   ratio propagation / PATCH p50: ${(pct(p4.samples, 0.5) / pct(p4.patchMs, 0.5)).toFixed(2)}×`);
   } finally {
     await sql.end({ timeout: 5 });
