@@ -19,6 +19,8 @@ import { ExperimentView } from './pages/experiment-view.js';
 import { CohortList } from './pages/cohorts.js';
 import { EventDefinitions } from './pages/event-definitions.js';
 import { Keys } from './pages/keys.js';
+import { Holdouts } from './pages/holdouts.js';
+import { SavedMetrics } from './pages/saved-metrics.js';
 
 function useHash(): string {
   const [hash, setHash] = useState(location.hash || '#/flags');
@@ -42,6 +44,8 @@ function page(hash: string) {
     case 'cohorts': return <CohortList />;
     case 'events': return <EventDefinitions />;
     case 'keys': return <Keys />;
+    case 'holdouts': return <Holdouts />;
+    case 'saved-metrics': return <SavedMetrics />;
     default: return <FlagList />;
   }
 }
