@@ -170,7 +170,6 @@ test('the console: sign in, create and disable a flag the node serves, launch an
     await checkExperimentPage(page, exposed, bought);
     await shot(page, 'experiment-results');
     await checkHoldoutsAndSharedMetrics(page);
-    await shot(page, 'holdouts');
 
     // A phone's width: nothing wider than the screen.
     await page.setViewportSize({ width: 390, height: 844 });
