@@ -22,6 +22,8 @@ import { Keys } from './pages/keys.js';
 import { EventsExplorer } from './pages/events-explorer.js';
 import { PersonList } from './pages/person-list.js';
 import { PersonView } from './pages/person-view.js';
+import { Holdouts } from './pages/holdouts.js';
+import { SavedMetrics } from './pages/saved-metrics.js';
 
 function useHash(): string {
   const [hash, setHash] = useState(location.hash || '#/flags');
@@ -47,6 +49,8 @@ function page(hash: string) {
     case 'keys': return <Keys />;
     case 'explore': return <EventsExplorer key={hash} route={parts.slice(1)} />;
     case 'persons': return parts[1] ? <PersonView route={parts.slice(1)} /> : <PersonList />;
+    case 'holdouts': return <Holdouts />;
+    case 'saved-metrics': return <SavedMetrics />;
     default: return <FlagList />;
   }
 }

@@ -28,7 +28,8 @@ import { openDatabase } from '../control-plane/db/database.js';
 import { startControlPlane, type ControlPlane } from '../control-plane/index.js';
 import { startNodeService, type NodeService } from '../eval-node/service.js';
 import { resolveClusterToken } from './cluster-token.js';
-import { printBootstrap } from './print-bootstrap.js';
+import { printStartSummary } from './print-bootstrap.js';
+import { CONSOLE_DIR } from '../control-plane/http/console.js';
 import { drainPlan, onShutdown, shutdownSignal } from './shutdown.js';
 
 /** The argument that makes `start` the services child. */
@@ -113,9 +114,11 @@ async function runServices(): Promise<number> {
     await stop().catch(() => {});
     throw e;
   }
-  printBootstrap(cp.bootstrap, cp.http.url);
-  process.stdout.write(`Evaluation node (/flags, /flags/definitions, capture) on ${node.http.url}\n`
-    + `gRPC on ${config.host}:${cp.grpc!.port}; add a node with SWITCHYARD_CLUSTER_TOKEN from ${path.join(config.dataDir, 'cluster-token')}\n`);
+  const consoleBuilt = fs.existsSync(path.join(CONSOLE_DIR, 'app.js'));
+  printStartSummary(cp.bootstrap, {
+    apiUrl: cp.http.url, consoleUrl: consoleBuilt ? `${cp.http.url}/` : null, flagsUrl: node.http.url,
+    grpc: `${config.host}:${cp.grpc!.port}`, clusterTokenFile: path.join(config.dataDir, 'cluster-token'),
+  }, config.bootstrapPersonalApiKey);
   await onShutdown(stop, log, signal, drainPlan(config, () => { node?.drain(); cp?.drain(); }));
   process.removeAllListeners('disconnect');
   return 0;

@@ -1,9 +1,13 @@
 /**
  * The web console in Debian's Chromium (playwright-core; never a downloaded browser).
- * Signed in with the keyboard, a flag created through the console's form is served by a real node
- * on /flags, and disabling it from the list switches it off there too; an experiment created and
- * launched in the console, fed exposures and purchases through posthog-node and the node, shows
- * its results chart with the exposure counts the test sent; the console fits a phone's width.
+ * Signed in with the keyboard, an empty project gets the first-run guide with its own key; a flag
+ * created through the console's form is served by a real node on /flags, its activity reads as a
+ * creation and a readable filters diff, and disabling it from the list switches it off there too;
+ * an experiment created and launched in the console, fed exposures and purchases through
+ * posthog-node and the node, shows its results (means with n, conversions with counts, computed
+ * here from what the test sent), exposed users per day, daily results computed on request, and
+ * metrics edited after creation; holdouts and shared metrics are created, edited and deleted;
+ * lists read past one page; the console fits a phone's width.
  * Screenshots go to test-output/console/ (and, with SWITCHYARD_UPDATE_SCREENSHOTS=1, to
  * docs/screenshots/ for the README).
  */
@@ -16,6 +20,7 @@ import { PostHog } from 'posthog-node';
 import { waitFor } from '../support/wait.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { createFlag, flags, startCluster, waitReady } from './support.js';
+import { checkExperimentPage, checkHoldoutsAndSharedMetrics, checkPaging } from './console-steps.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
@@ -59,8 +64,14 @@ test('the console: sign in, create and disable a flag the node serves, launch an
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Feature flags' }).waitFor();
 
+    // An empty project: the first-run guide, with this project's key in the SDK snippets.
+    await page.getByText('has no feature flags yet').waitFor();
+    await page.locator('[data-project-key]', { hasText: t.projectKey }).waitFor();
+    assert.ok((await page.locator('.first-run pre').first().innerText()).includes(`new PostHog('${t.projectKey}'`));
+    await shot(page, 'first-run');
+
     // A flag through the form: 100 % of persons whose email ends in example.com, with a payload.
-    await page.getByRole('link', { name: 'New flag' }).click();
+    await page.getByRole('link', { name: 'Create your first flag' }).click();
     await page.getByLabel('Key', { exact: true }).fill('console-flag');
     await page.getByLabel('Description', { exact: true }).fill('Made in the console');
     await page.getByRole('button', { name: 'Add a filter' }).click();
@@ -71,6 +82,15 @@ test('the console: sign in, create and disable a flag the node serves, launch an
     await page.getByRole('button', { name: 'Create flag' }).click();
     await page.waitForURL(/#\/flags\/\d+$/);
     await page.getByRole('heading', { name: 'Activity' }).waitFor();
+    // The creation reads "created" with the fields that say something, the filters as words.
+    const created = page.locator('ol.activity li[data-activity="created"]');
+    await created.waitFor();
+    const createdText = await created.innerText();
+    assert.match(createdText, /Condition set 1: email icontains @example\.com — 100 %/);
+    assert.match(createdText, /Payload when enabled: \{"banner": "new"\}/);
+    assert.doesNotMatch(createdText, /null|→/, 'no null → value rows');
+    assert.equal(await created.locator('tr[data-field="active"]').count(), 1);
+    assert.equal(await created.locator('tr[data-field="deleted"]').count(), 0, 'false fields are left out');
     const ask = (email: string) => flags(node.http.url, t.projectKey, email, { person_properties: { email } });
     await waitFor('the node serves the console\'s flag', async () => (await ask('ann@example.com')).body?.flags?.['console-flag']?.enabled === true, { timeoutMs: 30_000 });
     const served = (await ask('ann@example.com')).body.flags['console-flag'];
@@ -81,7 +101,11 @@ test('the console: sign in, create and disable a flag the node serves, launch an
     await page.getByLabel('Roll out to', { exact: false }).fill('50');
     await page.getByRole('button', { name: 'Save' }).click();
     await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
-    await page.locator('ol.activity table.diff th', { hasText: 'filters' }).first().waitFor();
+    const edit = page.locator('ol.activity li[data-activity="updated"] tr[data-field="filters"]').first();
+    await edit.waitFor();
+    assert.match(await edit.locator('li.removed').innerText(), /Condition set 1: email icontains @example\.com — 100 %/);
+    assert.match(await edit.locator('li.added').innerText(), /Condition set 1: email icontains @example\.com — 50 %/);
+    await shot(page, 'flag-activity');
     page.once('dialog', (d) => { void d.accept(); });
     await page.getByRole('button', { name: 'Delete' }).click();
     await page.getByText('This flag is deleted').waitFor();
@@ -109,6 +133,7 @@ test('the console: sign in, create and disable a flag the node serves, launch an
     await page.getByRole('link', { name: 'New experiment' }).click();
     await page.getByLabel('Name', { exact: true }).fill('Checkout button');
     await page.getByLabel('Feature flag key', { exact: true }).fill('checkout-button');
+    await page.getByLabel('Description', { exact: true }).fill('Does a green checkout button sell more?');
     await page.getByLabel('Event', { exact: true }).fill('purchase');
     await page.getByRole('button', { name: 'Create draft' }).click();
     await page.waitForURL(/#\/experiments\/\d+$/);
@@ -118,6 +143,7 @@ test('the console: sign in, create and disable a flag the node serves, launch an
 
     ph = new PostHog(t.projectKey, { host: node.http.url, flushAt: 50, flushInterval: 0, disableGeoip: true });
     const exposed = new Map<string, number>();
+    const bought = new Map<string, { sum: number; buyers: number }>();
     let purchases = 0;
     for (let i = 0; i < USERS; i++) {
       const d = `shopper-${i}`;
@@ -126,6 +152,8 @@ test('the console: sign in, create and disable a flag the node serves, launch an
       const n = (i % 5 === 0 ? 2 : 0) + (variant === 'test' && i % 3 === 0 ? 1 : 0);
       for (let k = 0; k < n; k++) ph.capture({ distinctId: d, event: 'purchase' });
       purchases += n;
+      const b = bought.get(variant) ?? { sum: 0, buyers: 0 };
+      bought.set(variant, { sum: b.sum + n, buyers: b.buyers + (n > 0 ? 1 : 0) });
     }
     await ph.flush();
     await waitFor('exposures and purchases ingested', async () => {
@@ -139,8 +167,9 @@ test('the console: sign in, create and disable a flag the node serves, launch an
       const cells = await page.locator(`table.results tr[data-variant="${variant}"] td`).allInnerTexts();
       assert.equal(cells[1], String(n), `exposures of ${variant} as sent`);
     }
-    await page.getByRole('heading', { name: 'Exposures' }).waitFor();
+    await checkExperimentPage(page, exposed, bought);
     await shot(page, 'experiment-results');
+    await checkHoldoutsAndSharedMetrics(page);
 
     // A phone's width: nothing wider than the screen.
     await page.setViewportSize({ width: 390, height: 844 });
@@ -148,6 +177,8 @@ test('the console: sign in, create and disable a flag the node serves, launch an
     await page.getByRole('row', { name: /console-flag/ }).waitFor();
     assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), 'no horizontal scrolling at 390 px');
     await shot(page, 'flags-list-phone');
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await checkPaging(page, t);
     assert.deepEqual(failures, [], 'no script errors in the page');
   } finally {
     await ph?.shutdown();

@@ -87,14 +87,17 @@ test('as root, a data directory the postgres user cannot reach fails at once wit
 });
 
 /** Starts `switchyard start` on free ports in `dataDir`; resolves once its node is ready. */
-async function start(dataDir: string, ports: Record<string, number>): Promise<{ child: ChildProcess; out: () => string }> {
+async function start(dataDir: string, ports: Record<string, number>, logLevel = 'warn'): Promise<{ child: ChildProcess; out: () => string; stdout: () => string }> {
   let out = '';
+  let stdout = '';
   const child = spawn(process.execPath, [CLI, 'start'], {
     env: {
       ...process.env,
       DATABASE_URL: '',
       SWITCHYARD_DATA_DIR: dataDir,
-      SWITCHYARD_LOG_LEVEL: 'warn',
+      SWITCHYARD_LOG_LEVEL: logLevel,
+      SWITCHYARD_BOOTSTRAP_PERSONAL_API_KEY: '',
+      SWITCHYARD_BOOTSTRAP_PROJECT_API_KEY: '',
       SWITCHYARD_EMBEDDED_PG_PORT: String(ports.pg),
       SWITCHYARD_API_PORT: String(ports.api),
       SWITCHYARD_GRPC_PORT: String(ports.grpc),
@@ -102,14 +105,16 @@ async function start(dataDir: string, ports: Record<string, number>): Promise<{ 
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  child.stdout!.on('data', (d) => { out += String(d); });
+  child.stdout!.on('data', (d) => { out += String(d); stdout += String(d); });
   child.stderr!.on('data', (d) => { out += String(d); });
   await waitFor('start serves /_ready', async () => {
     if (child.exitCode !== null) throw new Error(`start exited ${child.exitCode}: ${out}`);
     const res = await fetch(`http://127.0.0.1:${ports.flags}/_ready`).catch(() => null);
     return res?.status === 200;
   }, { timeoutMs: 120_000 });
-  return { child, out: () => out };
+  await waitFor('start prints its summary', () => /Switchyard is running[^]*─{64}\n/.test(stdout), { timeoutMs: 30_000 })
+    .catch((e: Error) => { child.kill('SIGKILL'); throw new Error(`${e.message}\n${stdout.slice(-3000)}`); });
+  return { child, out: () => out, stdout: () => stdout };
 }
 
 function postmasterPid(dataDir: string): number {
@@ -126,8 +131,21 @@ test('a cluster left running by a SIGKILLed start is adopted by the next start a
   const ports = { pg: await stablePort(), api: await stablePort(), grpc: await stablePort(), flags: await stablePort() };
   const children: ChildProcess[] = [];
   try {
-    const first = await start(dataDir, ports);
+    const first = await start(dataDir, ports, 'info');
     children.push(first.child);
+    // The output ends with one short block: every URL and both keys, after the JSON log lines.
+    const lines = first.stdout().trimEnd().split('\n');
+    assert.ok(lines.slice(0, -9).some((l) => l.startsWith('{')), 'log lines come before the block');
+    const block = lines.slice(-9).join('\n');
+    assert.match(lines.at(-9)!, /^─{64}$/, first.stdout().slice(-3000));
+    assert.match(block, new RegExp(`Console +http://127\\.0\\.0\\.1:${ports.api}/\n`));
+    assert.match(block, new RegExp(`Management API +http://127\\.0\\.0\\.1:${ports.api}\n`));
+    assert.match(block, new RegExp(`Flags & capture +http://127\\.0\\.0\\.1:${ports.flags}\n`));
+    const personal = /Personal API key +(phx_\w+) +\(generated: shown once/.exec(block)?.[1];
+    const project = /Project API key +(phc_\w+)\n/.exec(block)?.[1];
+    assert.ok(personal && project, block);
+    const me = await fetch(`http://127.0.0.1:${ports.api}/api/projects/`, { headers: { authorization: `Bearer ${personal}` } });
+    assert.equal(((await me.json()) as { results: { api_token: string }[] }).results[0]!.api_token, project, 'the printed keys work');
     const pid = postmasterPid(dataDir);
     assert.equal(fs.readFileSync(path.join(dataDir, 'postgres.owner'), 'utf8').trim(), String(first.child.pid));
     first.child.kill('SIGKILL');
@@ -138,6 +156,7 @@ test('a cluster left running by a SIGKILLed start is adopted by the next start a
     children.push(second.child);
     assert.equal(postmasterPid(dataDir), pid, 'the same cluster, not a second one');
     assert.match(second.out(), /adopted the embedded Postgres/);
+    assert.match(second.stdout(), /Personal API key +shown on first start only/, 'a key is never shown twice');
     assert.equal(fs.readFileSync(path.join(dataDir, 'postgres.owner'), 'utf8').trim(), String(second.child.pid));
 
     second.child.kill('SIGINT');

@@ -62,7 +62,7 @@ test('start stops Postgres and exits non-zero when its services process is SIGKI
   try {
     const nodeUrl = await waitFor('start prints the node URL', () => {
       if (start.exitCode !== null) throw new Error(`start exited ${start.exitCode}: ${out}`);
-      return /Evaluation node \(.*\) on (http:\/\/\S+)/.exec(out)?.[1];
+      return /Flags & capture +(http:\/\/\S+)/.exec(out)?.[1];
     }, { timeoutMs: 180_000, intervalMs: 100 });
     await waitFor('the node is ready', async () => (await fetch(`${nodeUrl}/_ready`).catch(() => null))?.status === 200, { timeoutMs: 60_000 });
     postmaster = Number(fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);

@@ -22,7 +22,7 @@ export function IntervalChart({ rows, caption }: { rows: VariantResult[]; captio
         ))}
         {rows.map((r, i) => {
           const y = i * rowH + 12;
-          const color = !r.interval ? '#999' : r.significant ? (r.interval[0] > 0 ? '#2dbd7a' : '#f04f58') : '#1d4aff';
+          const color = !r.interval ? '#999' : r.significant ? (r.interval[0] + r.interval[1] > 0 ? '#2dbd7a' : '#f04f58') : '#1d4aff';
           return (
             <g data-variant={r.key}>
               <text x={left - 8} y={y + 4} text-anchor="end" font-size="13" font-weight="600">{r.key}</text>

@@ -1,14 +1,15 @@
-/** Cohorts: the list with member counts, and a new dynamic cohort on one person property. */
+/** Cohorts: the list with member counts (page by page), and a new dynamic cohort on one person property. */
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
-import { useLoad } from '../components/use-load.js';
+import { usePaged } from '../components/paged.js';
+import { MoreRows } from '../components/more-rows.js';
 import { OPERATORS } from '../components/condition-sets.js';
 
 interface Cohort { id: number; name: string; is_static: boolean; count: number | null; is_calculating: boolean }
 
 /** The cohorts page. */
 export function CohortList() {
-  const list = useLoad(() => api<{ results: Cohort[] }>('GET', '/p/cohorts/?limit=200'), []);
+  const list = usePaged<Cohort>('/p/cohorts/?limit=100', []);
   const [name, setName] = useState('');
   const [key, setKey] = useState('');
   const [operator, setOperator] = useState('exact');
@@ -29,8 +30,9 @@ export function CohortList() {
       {list.error && <p role="alert" class="error">{list.error}</p>}
       <table class="list">
         <thead><tr><th scope="col">Id</th><th scope="col">Name</th><th scope="col">Type</th><th scope="col">Persons</th></tr></thead>
-        <tbody>{list.data?.results.map((c) => <tr><td>{c.id}</td><td>{c.name}</td><td>{c.is_static ? 'static' : 'dynamic'}</td><td>{c.is_calculating ? 'calculating…' : c.count ?? '–'}</td></tr>)}</tbody>
+        <tbody>{list.rows.map((c) => <tr><td>{c.id}</td><td>{c.name}</td><td>{c.is_static ? 'static' : 'dynamic'}</td><td>{c.is_calculating ? 'calculating…' : c.count ?? '–'}</td></tr>)}</tbody>
       </table>
+      <MoreRows list={list} noun="cohorts" />
       <h2>New cohort</h2>
       <form onSubmit={create} class="row">
         <label>Name <input value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} required /></label>

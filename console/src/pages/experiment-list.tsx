@@ -1,19 +1,22 @@
-/** Experiments by status (draft, running, stopped), newest first. */
+/** Experiments by status (draft, running, stopped; filtered by the API), newest first, page by page. */
 import { useState } from 'preact/hooks';
-import { api } from '../api.js';
-import { useLoad } from '../components/use-load.js';
+import { usePaged } from '../components/paged.js';
+import { MoreRows } from '../components/more-rows.js';
 
 interface Experiment { id: number; name: string; feature_flag_key: string; status: string; start_date: string | null; end_date: string | null; archived: boolean }
 
 /** The experiments page: a status filter over the list. */
 export function ExperimentList() {
   const [status, setStatus] = useState('');
-  const { data, error } = useLoad(() => api<{ results: Experiment[] }>('GET', '/p/experiments/?limit=200'), []);
-  const shown = (data?.results ?? []).filter((x) => status === '' || x.status === status);
+  const list = usePaged<Experiment>(`/p/experiments/?limit=100${status ? `&status=${status}` : ''}`, [status]);
+  const { error } = list;
+  const shown = list.rows.filter((x) => status === '' || x.status === status);
   return (
     <section>
       <div class="bar">
         <h1>Experiments</h1>
+        <a href="#/holdouts">Holdouts</a>
+        <a href="#/saved-metrics">Shared metrics</a>
         <a class="button" href="#/experiments/new">New experiment</a>
       </div>
       <div class="filters" role="group" aria-label="Status">
@@ -36,7 +39,8 @@ export function ExperimentList() {
           ))}
         </tbody>
       </table>
-      {data && shown.length === 0 && <p>No experiments.</p>}
+      {!list.loading && shown.length === 0 && <p>No experiments.</p>}
+      <MoreRows list={list} noun="experiments" />
     </section>
   );
 }

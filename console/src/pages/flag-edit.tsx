@@ -9,6 +9,7 @@ import { ConditionSets, Variants, type ConditionSet, type Variant } from '../com
 import { useLoad } from '../components/use-load.js';
 import { Insight } from '../components/insight.js';
 import { FlagSchedule } from '../components/flag-schedule.js';
+import { ActivityList, type ActivityEntry } from '../components/activity.js';
 
 interface StoredProperty { key: string; operator?: string; value: unknown; type?: string }
 interface Flag {
@@ -41,7 +42,7 @@ function toFilters(groups: ConditionSet[], variants: Variant[], payloads: Record
   return { groups: props, multivariate: variants.length > 0 ? { variants } : null, payloads: kept };
 }
 
-interface Activity { results: { activity: string; created_at: string; user: { first_name: string; email: string | null }; detail: { changes: { field: string; before: unknown; after: unknown }[] | null } }[] }
+interface Activity { results: ActivityEntry[] }
 
 /** A flag's page (`id` null: a new flag). */
 export function FlagEdit({ id }: { id: number | null }) {
@@ -127,18 +128,7 @@ function FlagDetails({ flag }: { flag: Flag }) {
       )}
       <h2>Activity</h2>
       {activity.error && <p class="error">{activity.error}</p>}
-      <ol class="activity">
-        {activity.data?.results.map((a) => (
-          <li>
-            <strong>{a.user.first_name || a.user.email || 'system'}</strong> {a.activity} <time>{new Date(a.created_at).toLocaleString()}</time>
-            {a.detail.changes && a.detail.changes.length > 0 && (
-              <table class="diff"><tbody>
-                {a.detail.changes.map((c) => <tr><th scope="row">{c.field}</th><td class="before"><code>{JSON.stringify(c.before)}</code></td><td class="after"><code>{JSON.stringify(c.after)}</code></td></tr>)}
-              </tbody></table>
-            )}
-          </li>
-        ))}
-      </ol>
+      {activity.data && <ActivityList entries={activity.data.results} />}
     </>
   );
 }

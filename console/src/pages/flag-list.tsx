@@ -1,7 +1,12 @@
-/** Feature flags: search, filter by state, toggle `active` in place; links to each flag. */
+/**
+ * Feature flags: search, filter by state, toggle `active` in place; links to each flag. Read page
+ * by page (the API's `next` links). A project without any flag gets the first-run guide instead.
+ */
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
-import { useLoad } from '../components/use-load.js';
+import { usePaged } from '../components/paged.js';
+import { MoreRows } from '../components/more-rows.js';
+import { FirstRun } from './first-run.js';
 
 interface Flag { id: number; key: string; name: string; active: boolean; status: string; rollout_percentage: number | null; filters: { multivariate?: { variants: unknown[] } | null } }
 
@@ -10,12 +15,15 @@ export function FlagList() {
   const [search, setSearch] = useState('');
   const [active, setActive] = useState('');
   const [busy, setBusy] = useState<number | null>(null);
-  const q = new URLSearchParams({ limit: '200', ...(search ? { search } : {}), ...(active ? { active } : {}) });
-  const { data, error, reload } = useLoad(() => api<{ count: number; results: Flag[] }>('GET', `/p/feature_flags/?${q}`), [search, active]);
+  const q = new URLSearchParams({ limit: '100', ...(search ? { search } : {}), ...(active ? { active } : {}) });
+  const list = usePaged<Flag>(`/p/feature_flags/?${q}`, [search, active]);
+  const { error, reload } = list;
+  const data = list.loading && list.rows.length === 0 ? null : { count: list.count ?? list.rows.length, results: list.rows };
   const toggle = async (f: Flag) => {
     setBusy(f.id);
     try { await api('PATCH', `/p/feature_flags/${f.id}/`, { active: !f.active }); reload(); } catch (e) { alert((e as Error).message); } finally { setBusy(null); }
   };
+  if (data && data.count === 0 && search === '' && active === '') return <FirstRun />;
   return (
     <section>
       <div class="bar">
@@ -47,6 +55,7 @@ export function FlagList() {
         </table>
       )}
       {data && data.results.length === 0 && <p>No flags match.</p>}
+      <MoreRows list={list} noun="flags" />
     </section>
   );
 }
