@@ -9,10 +9,13 @@ import autocannon from 'autocannon';
 import { buildRequests, type LoadRequest } from '../src/load/bodies.js';
 import type { WorkerJob, WorkerReply } from '../src/load/driver.js';
 
-/** Runs one slot: autocannon with each connection starting at its own place in `requests`. */
-function runSlot(job: WorkerJob, slot: WorkerJob['slots'][number], requests: LoadRequest[]): Promise<unknown> {
-  let client = 0;
-  const step = Math.max(1, Math.floor(requests.length / slot.connections));
+/**
+ * Runs one slot: autocannon with each connection cycling through its own stretch of `requests`
+ * (`share` requests from its place, counted over the whole process by `next`), so the stretches
+ * partition the list — the mix holds overall and autocannon prepares each body once, not once
+ * per connection.
+ */
+function runSlot(job: WorkerJob, slot: WorkerJob['slots'][number], requests: LoadRequest[], share: number, next: () => number): Promise<unknown> {
   // autocannon accepts several URLs (connection i → url i mod n); its typings say one string.
   const opts = {
     url: slot.urls as unknown as string,
@@ -22,8 +25,8 @@ function runSlot(job: WorkerJob, slot: WorkerJob['slots'][number], requests: Loa
     requests: [requests[0]!],
     skipAggregateResult: true,
     setupClient: (c: autocannon.Client) => {
-      const off = (client++ * step) % requests.length;
-      c.setRequests([...requests.slice(off), ...requests.slice(0, off)]);
+      const from = next() * share;
+      c.setRequests(Array.from({ length: share }, (_, i) => requests[(from + i) % requests.length]!));
     },
   } satisfies autocannon.Options & { skipAggregateResult: boolean } as autocannon.Options;
   if (slot.rate !== null) {
@@ -42,7 +45,10 @@ function runSlot(job: WorkerJob, slot: WorkerJob['slots'][number], requests: Loa
 process.on('disconnect', () => process.exit(1));
 process.once('message', (job: WorkerJob) => {
   const requests = buildRequests(job.spec, job.bodies, job.seed);
-  Promise.all(job.slots.map((s) => runSlot(job, s, requests))).then(
+  const connections = job.slots.reduce((n, s) => n + s.connections, 0);
+  const share = Math.max(1, Math.floor(requests.length / connections));
+  let client = 0;
+  Promise.all(job.slots.map((s) => runSlot(job, s, requests, share, () => client++))).then(
     (results) => process.send!({ results } satisfies WorkerReply, () => process.exit(0)),
     (e: unknown) => process.send!({ error: e instanceof Error ? e.message : String(e) } satisfies WorkerReply, () => process.exit(1)),
   );

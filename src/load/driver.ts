@@ -19,7 +19,7 @@ import type { BodySpec } from './bodies.js';
 
 /** autocannon instances per process at a fixed rate (staggered starts; see the module doc). */
 const SLOTS = 10;
-/** Distinct request bodies each process generates (each connection starts at its own place). */
+/** Distinct request bodies each process generates (its connections share them out: workers/load.ts). */
 const BODIES_PER_WORKER = 1000;
 
 /** One autocannon instance of a worker: its share of connections, URLs and rate. */
