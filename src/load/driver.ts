@@ -41,7 +41,10 @@ export interface RunResult {
   connections: number;
   workers: number;
   duration_s: number;
-  /** Answered requests (any status) and answered per second over the run. */
+  /**
+   * Answered requests (any status), and answers per second: each autocannon instance's answers
+   * over its own measured time (which ends at its first 1 s sample tick after `duration_s`), summed.
+   */
   requests: number;
   rps: number;
   latency_ms: { mean: number; p50: number; p90: number; p99: number; max: number };
@@ -113,9 +116,13 @@ export async function runLoad(plan: RunPlan): Promise<RunResult> {
   for (const [code, s] of Object.entries(a.statusCodeStats)) status[code] = s.count;
   const requests = Object.values(status).reduce((x, y) => x + y, 0);
   const round = (x: number) => Math.round(x * 100) / 100;
+  // Each instance counts answers until its first sample tick after the duration: its rate is its
+  // answers over its own measured time, and the instances ran side by side.
+  const rps = (results as { totalCompletedRequests: number; duration: number }[])
+    .reduce((n, r) => n + (r.duration > 0 ? r.totalCompletedRequests / r.duration : 0), 0);
   return {
     target_rps: plan.rate, connections, workers: jobs.length, duration_s: plan.durationS,
-    requests, rps: round(requests / plan.durationS),
+    requests, rps: round(rps),
     latency_ms: { mean: round(a.latency.mean), p50: a.latency.p50, p90: a.latency.p90, p99: a.latency.p99, max: a.latency.max },
     status, non_2xx: a.non2xx, errors: { connection: a.errors - a.timeouts, timeouts: a.timeouts },
   };

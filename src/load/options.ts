@@ -107,6 +107,9 @@ const SPEC = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
+/** Every long option `switchyard load` takes (each documented in {@link USAGE}). */
+export const OPTION_NAMES: readonly string[] = Object.keys(SPEC);
+
 const bad = (message: string): CliError => new CliError(`${message} (switchyard load --help lists the options)`);
 
 /** A whole number in [min, max] from option `name`, or `fallback` when absent. @throws CliError */

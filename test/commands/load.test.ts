@@ -5,7 +5,7 @@
  * captured events in Postgres; a wrong key counted by status; a ramp stopped by its p99 objective
  * behind a TCP proxy that holds every answer back.
  */
-import { after, before, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { CliError } from '../../src/commands/cli-error.js';
-import { parseLoadArgs, USAGE } from '../../src/load/options.js';
+import { OPTION_NAMES, parseLoadArgs, USAGE } from '../../src/load/options.js';
 import { planJobs, type RunResult } from '../../src/load/driver.js';
 import { buildRequests, distinctId } from '../../src/load/bodies.js';
 import { judge, ramp, stepRate } from '../../src/load/ramp.js';
@@ -79,11 +79,13 @@ test('bad arguments: one clear line naming the option, exit 2; --help lists ever
   assert.equal(h.code, 0, h.stderr);
   assert.equal(h.stdout, USAGE);
   const documented = new Set(USAGE.match(/--[a-z0-9-]+/g));
-  const source = fs.readFileSync(path.join(PACKAGE_ROOT, 'src', 'load', 'options.ts'), 'utf8');
-  const spec = source.slice(source.indexOf('const SPEC = {'), source.indexOf('} as const;', source.indexOf('const SPEC = {')));
-  const options = [...spec.matchAll(/^\s+'?([a-z0-9-]+)'?: \{ type/gm)].map((m) => `--${m[1]}`);
+  const options = OPTION_NAMES.map((o) => `--${o}`);
   assert.ok(options.length >= 17, options.join(' '));
-  for (const opt of options) assert.ok(documented.has(opt), `--help does not document ${opt}`);
+  const guide = fs.readFileSync(path.join(PACKAGE_ROOT, 'docs', 'load-testing.md'), 'utf8');
+  for (const opt of options) {
+    assert.ok(documented.has(opt), `--help does not document ${opt}`);
+    assert.ok(opt === '--help' || guide.includes(`\`${opt}`), `docs/load-testing.md does not document ${opt}`);
+  }
 });
 
 test('the plan: connection j goes to URL j mod n; rates add up to the target; fewer processes than connections', () => {
@@ -176,29 +178,6 @@ test('the ramp: rates rise by the factor; it stops at the first failing step and
 
 // ---- end to end against real nodes ----
 
-let c: SystemCluster;
-let nodes: string[] = [];
-
-before(async () => {
-  c = await startCluster();
-  const services = await Promise.all([0, 1, 2].map(() => c.startNode(c.tempDir())));
-  nodes = services.map((s) => s.http.url);
-  await createFlag(c, { key: 'load-a', filters: { groups: [{ properties: [], rollout_percentage: 50 }] } });
-  await createFlag(c, { key: 'load-b', filters: { groups: [{ properties: [{ key: 'plan', type: 'person', operator: 'exact', value: ['pro'] }], rollout_percentage: 100 }] } });
-  for (const url of nodes) {
-    await waitReady(url);
-    await waitFor(`${url} serving load-b`, async () => {
-      const r = await fetch(`${url}/flags?v=2`, { method: 'POST', body: JSON.stringify({ token: c.t.projectKey, distinct_id: 'probe' }) }).catch(() => null);
-      return r?.status === 200 && ((await r.json()) as { flags: Record<string, unknown> }).flags['load-b'] !== undefined;
-    }, { timeoutMs: 30_000, intervalMs: 25 });
-  }
-});
-
-after(async () => {
-  await c?.close();
-  fs.rmSync(dir, { recursive: true, force: true });
-});
-
 /** `switchyard_node_http_requests_total` of `url` by route and status. */
 async function requestCounts(url: string): Promise<Map<string, number>> {
   const text = (await get(`${url}/metrics`)).text;
@@ -210,67 +189,6 @@ const sum = (counts: Map<string, number>[], pred: (key: string) => boolean) =>
   counts.reduce((n, m) => n + [...m].filter(([k]) => pred(k)).reduce((x, [, v]) => x + v, 0), 0);
 /** Per-node request counts that grew between two snapshots. */
 const diff = (a: Map<string, number>[], b: Map<string, number>[]) => b.map((m, i) => new Map([...m].map(([k, v]) => [k, v - (a[i]!.get(k) ?? 0)])));
-
-test('three nodes, flags and capture mixed: every node is loaded; the node counts and stored events match the report', async () => {
-  const file = path.join(dir, 'mix.json');
-  const before = await Promise.all(nodes.map(requestCounts));
-  const r = await cli(['--url', nodes[0]!, '--url', nodes[1]!, '--url', nodes[2]!, '--key', c.t.projectKey, '--mix', 'flags=75,capture=25',
-    '--flag-keys', 'load-a,load-b', '--batch-size', '4', '--connections', '6', '--workers', '2', '--duration', '1', '--report', file]);
-  assert.equal(r.code, 0, r.stderr);
-  const got = diff(before, await Promise.all(nodes.map(requestCounts)));
-  const report = readReport(file);
-  assert.equal(report.version, 1);
-  assert.deepEqual(report.target, { urls: nodes, mix: { flags: 75, capture: 25 }, flag_keys: ['load-a', 'load-b'], users: 100_000, batch_size: 4 });
-  assert.deepEqual(report.load, { connections: 6, rate: null, duration_s: 1, workers: 2, timeout_s: 10 });
-  assert.equal(report.ramp, null);
-  const res = report.result;
-  assert.deepEqual(Object.keys(res.latency_ms).sort(), ['max', 'mean', 'p50', 'p90', 'p99']);
-  assert.ok(res.latency_ms.p50 <= res.latency_ms.p90 && res.latency_ms.p90 <= res.latency_ms.p99 && res.latency_ms.p99 <= res.latency_ms.max);
-  assert.equal(res.connections, 6);
-  assert.equal(res.workers, 2);
-  assert.ok(res.requests > 0);
-  assert.deepEqual(Object.keys(res.status), ['200'], JSON.stringify(res.status));
-  assert.equal(res.status['200'], res.requests);
-  assert.equal(res.non_2xx, 0);
-  assert.deepEqual(res.errors, { connection: 0, timeouts: 0 });
-  assert.equal(res.rps, Math.round((res.requests / 1) * 100) / 100);
-  assert.match(r.stdout, new RegExp(`${res.requests} requests in 1 s`));
-  assert.match(r.stdout, /p99 \d+ ms/);
-
-  // Round-robin: two connections per node, each node answered both kinds.
-  for (const [i, m] of got.entries()) {
-    assert.ok((m.get('flags 200') ?? 0) > 0, `node ${i} answered no /flags`);
-    assert.ok((m.get('capture 200') ?? 0) > 0, `node ${i} answered no /batch/`);
-  }
-  // The nodes answered every request the report counts, and at most one more per connection
-  // (an answer still on its way when the run ended).
-  const answered = sum(got, (k) => k.startsWith('flags ') || k.startsWith('capture '));
-  assert.ok(answered >= res.requests && answered <= res.requests + 6, `nodes ${answered}, report ${res.requests}`);
-  assert.equal(sum(got, (k) => !k.endsWith(' 200') && (k.startsWith('flags ') || k.startsWith('capture '))), 0);
-  // Every accepted batch is 4 new events (no uuid: the node assigns one), stored once.
-  const batches = sum(got, (k) => k === 'capture 200');
-  const flagsAnswered = sum(got, (k) => k === 'flags 200');
-  assert.ok(batches * 2 < flagsAnswered && flagsAnswered < batches * 5, `flags ${flagsAnswered}, batches ${batches}: about 3 to 1`);
-  await waitFor(`${batches * 4} events in Postgres`, async () => {
-    const [row] = await c.t.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM events WHERE project_id = ${c.t.projectId}`;
-    assert.ok(row!.n <= batches * 4, `${row!.n} events stored for ${batches} batches of 4`);
-    return row!.n === batches * 4;
-  }, { timeoutMs: 30_000, intervalMs: 100 });
-});
-
-test('a wrong key: every answer counted by its status (401), and the node saw them', async () => {
-  const file = path.join(dir, 'wrong.json');
-  const before = await requestCounts(nodes[0]!);
-  const r = await cli(['--url', nodes[0]!, '--key', 'phc_notAProjectKey', '--connections', '2', '--workers', '1', '--duration', '1', '--report', file]);
-  assert.equal(r.code, 0, r.stderr);
-  const res = readReport(file).result;
-  assert.ok(res.requests > 0);
-  assert.deepEqual(res.status, { 401: res.requests });
-  assert.equal(res.non_2xx, res.requests);
-  assert.match(r.stdout, new RegExp(`401: ${res.requests}\\s+\\(non-2xx: ${res.requests}\\)`));
-  const seen = ((await requestCounts(nodes[0]!)).get('flags 401') ?? 0) - (before.get('flags 401') ?? 0);
-  assert.ok(seen >= res.requests && seen <= res.requests + 2, `node ${seen}, report ${res.requests}`);
-});
 
 /**
  * A TCP proxy to `target` that holds every chunk from the node back `delayMs` before passing it
@@ -293,30 +211,116 @@ async function slowProxy(target: string, delayMs: number): Promise<{ url: string
   return { url, close: () => new Promise((resolve) => { for (const s of sockets) s.destroy(); server.close(() => resolve()); }) };
 }
 
-test('--ramp stops at the first step whose p99 exceeds the objective and reports no capacity', async () => {
-  const proxy = await slowProxy(nodes[1]!, 150);
-  try {
-    const file = path.join(dir, 'ramp.json');
-    const before = await requestCounts(nodes[1]!);
-    const r = await cli(['--url', proxy.url, '--key', c.t.projectKey, '--ramp', '--slo-p99', '50ms', '--rate', '8', '--ramp-factor', '2',
-      '--connections', '4', '--workers', '1', '--duration', '1', '--report', file]);
+describe('against three real nodes on one control plane', () => {
+  let c: SystemCluster;
+  let nodes: string[] = [];
+
+  before(async () => {
+    c = await startCluster();
+    const services = await Promise.all([0, 1, 2].map(() => c.startNode(c.tempDir())));
+    nodes = services.map((s) => s.http.url);
+    await createFlag(c, { key: 'load-a', filters: { groups: [{ properties: [], rollout_percentage: 50 }] } });
+    await createFlag(c, { key: 'load-b', filters: { groups: [{ properties: [{ key: 'plan', type: 'person', operator: 'exact', value: ['pro'] }], rollout_percentage: 100 }] } });
+    for (const url of nodes) {
+      await waitReady(url);
+      await waitFor(`${url} serving load-b`, async () => {
+        const r = await fetch(`${url}/flags?v=2`, { method: 'POST', body: JSON.stringify({ token: c.t.projectKey, distinct_id: 'probe' }) }).catch(() => null);
+        return r?.status === 200 && ((await r.json()) as { flags: Record<string, unknown> }).flags['load-b'] !== undefined;
+      }, { timeoutMs: 30_000, intervalMs: 25 });
+    }
+  });
+
+  after(async () => {
+    await c?.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('three nodes, flags and capture mixed: every node is loaded; the node counts and stored events match the report', async () => {
+    const file = path.join(dir, 'mix.json');
+    const before = await Promise.all(nodes.map(requestCounts));
+    const r = await cli(['--url', nodes[0]!, '--url', nodes[1]!, '--url', nodes[2]!, '--key', c.t.projectKey, '--mix', 'flags=75,capture=25',
+      '--flag-keys', 'load-a,load-b', '--batch-size', '4', '--connections', '6', '--workers', '2', '--duration', '1', '--report', file]);
     assert.equal(r.code, 0, r.stderr);
+    const got = diff(before, await Promise.all(nodes.map(requestCounts)));
     const report = readReport(file);
-    const rp = report.ramp!;
-    assert.equal(rp.slo_p99_ms, 50);
-    assert.equal(rp.factor, 2);
-    assert.equal(rp.steps.length, 1);
-    assert.equal(rp.stopped_by, 'slo');
-    assert.equal(rp.capacity, null);
-    const step = rp.steps[0]!;
-    assert.deepEqual([step.step, step.passed, step.failure, step.result.target_rps, step.result.connections], [1, false, 'slo', 8, 4]);
-    assert.ok(step.result.latency_ms.p99 >= 100, `p99 ${step.result.latency_ms.p99} ms behind a 150 ms proxy`);
-    assert.ok(step.result.requests > 0 && step.result.status['200'] === step.result.requests);
-    assert.deepEqual(report.result, step.result);
-    assert.match(r.stdout, /capacity: none — the first step already failed \(slo\)/);
-    const seen = ((await requestCounts(nodes[1]!)).get('flags 200') ?? 0) - (before.get('flags 200') ?? 0);
-    assert.ok(seen >= step.result.requests, `node ${seen}, report ${step.result.requests}`);
-  } finally {
-    await proxy.close();
-  }
+    assert.equal(report.version, 1);
+    assert.deepEqual(report.target, { urls: nodes, mix: { flags: 75, capture: 25 }, flag_keys: ['load-a', 'load-b'], users: 100_000, batch_size: 4 });
+    assert.deepEqual(report.load, { connections: 6, rate: null, duration_s: 1, workers: 2, timeout_s: 10 });
+    assert.equal(report.ramp, null);
+    const res = report.result;
+    assert.deepEqual(Object.keys(res.latency_ms).sort(), ['max', 'mean', 'p50', 'p90', 'p99']);
+    assert.ok(res.latency_ms.p50 <= res.latency_ms.p90 && res.latency_ms.p90 <= res.latency_ms.p99 && res.latency_ms.p99 <= res.latency_ms.max);
+    assert.equal(res.connections, 6);
+    assert.equal(res.workers, 2);
+    assert.ok(res.requests > 0);
+    assert.deepEqual(Object.keys(res.status), ['200'], JSON.stringify(res.status));
+    assert.equal(res.status['200'], res.requests);
+    assert.equal(res.non_2xx, 0);
+    assert.deepEqual(res.errors, { connection: 0, timeouts: 0 });
+    assert.ok(res.rps > 0 && res.rps <= res.requests / 1, `${res.rps} req/s from ${res.requests} answers in at least 1 s`);
+    assert.match(r.stdout, new RegExp(`${res.requests} requests in 1 s`));
+    assert.match(r.stdout, /p99 \d+ ms/);
+
+    // Round-robin: two connections per node, each node answered both kinds.
+    for (const [i, m] of got.entries()) {
+      assert.ok((m.get('flags 200') ?? 0) > 0, `node ${i} answered no /flags`);
+      assert.ok((m.get('capture 200') ?? 0) > 0, `node ${i} answered no /batch/`);
+    }
+    // The nodes answered every request the report counts, and at most one more per connection
+    // (an answer still on its way when the run ended).
+    const answered = sum(got, (k) => k.startsWith('flags ') || k.startsWith('capture '));
+    assert.ok(answered >= res.requests && answered <= res.requests + 6, `nodes ${answered}, report ${res.requests}`);
+    assert.equal(sum(got, (k) => !k.endsWith(' 200') && (k.startsWith('flags ') || k.startsWith('capture '))), 0);
+    // Every accepted batch is 4 new events (no uuid: the node assigns one), stored once.
+    const batches = sum(got, (k) => k === 'capture 200');
+    const flagsAnswered = sum(got, (k) => k === 'flags 200');
+    assert.ok(batches * 2 < flagsAnswered && flagsAnswered < batches * 5, `flags ${flagsAnswered}, batches ${batches}: about 3 to 1`);
+    await waitFor(`${batches * 4} events in Postgres`, async () => {
+      const [row] = await c.t.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM events WHERE project_id = ${c.t.projectId}`;
+      assert.ok(row!.n <= batches * 4, `${row!.n} events stored for ${batches} batches of 4`);
+      return row!.n === batches * 4;
+    }, { timeoutMs: 30_000, intervalMs: 100 });
+  });
+
+  test('a wrong key: every answer counted by its status (401), and the node saw them', async () => {
+    const file = path.join(dir, 'wrong.json');
+    const before = await requestCounts(nodes[0]!);
+    const r = await cli(['--url', nodes[0]!, '--key', 'phc_notAProjectKey', '--connections', '2', '--workers', '1', '--duration', '1', '--report', file]);
+    assert.equal(r.code, 0, r.stderr);
+    const res = readReport(file).result;
+    assert.ok(res.requests > 0);
+    assert.deepEqual(res.status, { 401: res.requests });
+    assert.equal(res.non_2xx, res.requests);
+    assert.match(r.stdout, new RegExp(`401: ${res.requests}\\s+\\(non-2xx: ${res.requests}\\)`));
+    const seen = ((await requestCounts(nodes[0]!)).get('flags 401') ?? 0) - (before.get('flags 401') ?? 0);
+    assert.ok(seen >= res.requests && seen <= res.requests + 2, `node ${seen}, report ${res.requests}`);
+  });
+
+  test('--ramp stops at the first step whose p99 exceeds the objective and reports no capacity', async () => {
+    const proxy = await slowProxy(nodes[1]!, 150);
+    try {
+      const file = path.join(dir, 'ramp.json');
+      const before = await requestCounts(nodes[1]!);
+      const r = await cli(['--url', proxy.url, '--key', c.t.projectKey, '--ramp', '--slo-p99', '50ms', '--rate', '8', '--ramp-factor', '2',
+        '--connections', '4', '--workers', '1', '--duration', '1', '--report', file]);
+      assert.equal(r.code, 0, r.stderr);
+      const report = readReport(file);
+      const rp = report.ramp!;
+      assert.equal(rp.slo_p99_ms, 50);
+      assert.equal(rp.factor, 2);
+      assert.equal(rp.steps.length, 1);
+      assert.equal(rp.stopped_by, 'slo');
+      assert.equal(rp.capacity, null);
+      const step = rp.steps[0]!;
+      assert.deepEqual([step.step, step.passed, step.failure, step.result.target_rps, step.result.connections], [1, false, 'slo', 8, 4]);
+      assert.ok(step.result.latency_ms.p99 >= 100, `p99 ${step.result.latency_ms.p99} ms behind a 150 ms proxy`);
+      assert.ok(step.result.requests > 0 && step.result.status['200'] === step.result.requests);
+      assert.deepEqual(report.result, step.result);
+      assert.match(r.stdout, /capacity: none — the first step already failed \(slo\)/);
+      const seen = ((await requestCounts(nodes[1]!)).get('flags 200') ?? 0) - (before.get('flags 200') ?? 0);
+      assert.ok(seen >= step.result.requests, `node ${seen}, report ${step.result.requests}`);
+    } finally {
+      await proxy.close();
+    }
+  });
 });
