@@ -5,6 +5,7 @@
  * step by step until the p99 objective fails and prints the capacity. `--report` writes the JSON.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { CliError } from './cli-error.js';
 import { parseLoadArgs, USAGE, type LoadOptions } from '../load/options.js';
 import { runLoad, type RunResult } from '../load/driver.js';
@@ -23,6 +24,14 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (o === null) { process.stdout.write(USAGE); return 0; }
   const opts = o;
+  if (opts.report) {
+    try {
+      fs.accessSync(path.dirname(path.resolve(opts.report)), fs.constants.W_OK);
+    } catch {
+      process.stderr.write(`switchyard load: --report ${opts.report}: its folder does not exist or is not writable\n`);
+      return 2;
+    }
+  }
   const startedAt = new Date();
   const plan = (rate: number | null) => ({
     urls: opts.urls, rate, connections: opts.connections, durationS: opts.durationS, timeoutS: opts.timeoutS, workers: opts.workers,

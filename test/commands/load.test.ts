@@ -49,7 +49,10 @@ test('bad arguments: one clear line naming the option, exit 2; --help lists ever
     assert.equal(r.stdout, '');
   };
   const help = cli(['--help']);
-  await bad(['--url', 'http://127.0.0.1:1', '--key', 'phc_a', '--bogus'], /Unknown option '--bogus'/);
+  await Promise.all([
+    bad(['--url', 'http://127.0.0.1:1', '--key', 'phc_a', '--bogus'], /Unknown option '--bogus'/),
+    bad(['--url', 'http://127.0.0.1:1', '--key', 'phc_a', '--report', path.join(dir, 'missing', 'r.json')], /--report .*not writable/),
+  ]);
   const reject = (argv: string[], pattern: RegExp) => assert.throws(() => parseLoadArgs(argv), (e: unknown) => e instanceof CliError && pattern.test(e.message));
   const base = ['--url', 'http://127.0.0.1:1', '--key', 'phc_a'];
   reject(['--key', 'phc_a'], /--url is required/);
