@@ -11,6 +11,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv
   keys: { summary: 'keys create --scopes a:read,b:write [--project N] | list | revoke <id>: personal API keys', load: () => import('./commands/keys.js') },
   users: { summary: 'users deactivate <id|email>: withdraw a user and their keys everywhere', load: () => import('./commands/users.js') },
   evaluate: { summary: 'print the /flags response for a request, offline', load: () => import('./commands/evaluate.js') },
+  load: { summary: 'load --url <node> --key <phc_…>: PostHog-shaped load, latency and capacity (--ramp)', load: () => import('./commands/load.js') },
   stats: { summary: 'stats [input.json|-]: experiment statistics from per-variant sums, offline', load: () => import('./commands/stats.js') },
 };
 
