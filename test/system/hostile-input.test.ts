@@ -21,6 +21,8 @@ import { testConfig } from '../../src/config.js';
 import { seedEvents, seedPersons } from '../support/seed-bulk.js';
 import { rawExchange, slowloris, upload, type RawOutcome } from '../support/raw-http.js';
 import { startHostileStack, type Figures, type HostileStack } from './hostile-stack.js';
+import type { AttackJob, AttackRequest } from './hostile-attacker.js';
+import { Worker } from 'node:worker_threads';
 
 /** Latency targets, in ms: printed beside each figure (✓ within, ✗ past). */
 const TARGET = { flagsP99Ms: 100, apiP99Ms: 100, loopP99Ms: 50 } as const;
@@ -138,14 +140,15 @@ function summary(calls: { status: number | null; ms: number }[]): string {
   return `${[...counts].map(([k, n]) => `${k}×${n}`).join(' ')}, slowest ${fmt(Math.max(...calls.map((c) => c.ms)))} ms`;
 }
 
-/** Runs `fn` over `items` with at most `width` at a time. */
-async function pool<T, R>(items: readonly T[], width: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(width, items.length) }, async () => {
-    while (next < items.length) { const i = next++; out[i] = await fn(items[i]!); }
-  }));
-  return out;
+/** Sends `requests`, `width` at a time, from a worker thread (hostile-attacker.ts); every call's outcome, in order. */
+function attackFromWorker(requests: AttackRequest[], width: number): Promise<Call[]> {
+  return new Promise((resolve, reject) => {
+    const job: AttackJob = { requests, width, deadlineMs: ATTACK_DEADLINE_MS };
+    const worker = new Worker(new URL('./hostile-attacker.js', import.meta.url), { workerData: job });
+    worker.once('message', (m: { calls: Call[] }) => resolve(m.calls));
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`the attacker thread exited (${code}) before answering`)));
+  });
 }
 
 /** `A`'s `/flags` in `width` concurrent loops for `forMs`; every call's outcome. */
@@ -466,7 +469,10 @@ describe('hostile input from one project leaves another unaffected', { concurren
     const keys = Array.from({ length: 600 }, (_, i) => `phx_${i.toString(36).padStart(4, '0')}${Math.random().toString(36).slice(2).padEnd(12, '0')}invalid`);
     await hostileCase(t, '600 invalid API keys', async () => {
       const started = performance.now();
-      const calls = await pool(keys, 20, (key) => call('GET', `/api/projects/${s.a.id}/feature_flags/`, { key }));
+      const calls = await attackFromWorker(keys.map((key) => ({
+        url: `${s.apiUrl}/api/projects/${s.a.id}/feature_flags/`, method: 'GET',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      })), 20);
       return { calls, ms: performance.now() - started };
     }, ({ calls, ms }) => `${summary(calls)}, all in ${fmt(ms)} ms`,
     ({ calls }) => [
