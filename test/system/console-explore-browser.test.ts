@@ -4,7 +4,8 @@
  * through capture on the node with posthog-node. The walk: the events list is newest first and
  * pages through the API's `next` to every stored event; the live tail shows an event captured
  * after the page opened; filtered by distinct id, an event opens with its properties and links to
- * its person; the person page lists its distinct ids and properties and each flag's value and
+ * its person; the person page lists its distinct ids and properties, the cohorts it is in (a
+ * dynamic cohort on its plan, linked; not one on the other plan) and each flag's value and
  * reason, as the node serves them (a disabled flag: "Feature flag is disabled"); the persons
  * search finds it; on a flag's page an enable scheduled ~3 s ahead is applied (the node serves
  * the flag; the console shows the change executed), a pending change is deleted, and a change
@@ -55,6 +56,13 @@ test('the console: explore events, open a person with its flags and reasons, sch
     await createFlag(c, { key: 'gradual-rollout', name: 'Search v2, 30 %', filters: { groups: [{ properties: [], rollout_percentage: 30 }] } });
     await createFlag(c, { key: 'pricing-page', name: 'Three pricing layouts', filters: { groups: [{ properties: [], rollout_percentage: 100 }],
       multivariate: { variants: [{ key: 'control', rollout_percentage: 50 }, { key: 'annual-first', rollout_percentage: 50 }] } } });
+    const cohort = async (name: string, plan: string) => {
+      const r = await t.request('POST', `/api/projects/${t.projectId}/cohorts/`, { body: { name, filters: { properties: { type: 'AND', values: [{ type: 'person', key: 'plan', operator: 'exact', value: [plan] }] } } } });
+      assert.equal(r.status, 201, r.text);
+      return r.body.id as number;
+    };
+    const proCohort = await cohort('Pro shoppers', 'pro');
+    await cohort('Free shoppers', 'free');
     const banner = await createFlag(c, { key: 'beta-banner', name: 'Beta banner', active: false, filters: { groups: [{ properties: [], rollout_percentage: 100 }] } });
 
     // Events through capture on the node: identified shoppers browsing over the last hour, one purchase.
@@ -131,6 +139,10 @@ test('the console: explore events, open a person with its flags and reasons, sch
     await page.getByRole('heading', { name: 'ana@example.com' }).waitFor();
     assert.deepEqual((await page.getByRole('list', { name: 'Distinct ids' }).getByRole('listitem').allInnerTexts()).sort(), ['ana-1', 'anon-7f3a']);
     assert.equal(await page.getByRole('table', { name: 'Person properties' }).getByRole('row', { name: /^plan/ }).locator('td').innerText(), 'pro');
+    const cohortLinks = page.getByRole('list', { name: 'Cohorts' }).getByRole('link');
+    await cohortLinks.first().waitFor();
+    assert.deepEqual(await cohortLinks.allInnerTexts(), ['Pro shoppers'], 'her plan\'s cohort only');
+    assert.equal(await cohortLinks.first().getAttribute('href'), `#/cohorts/${proCohort}`);
     const flagRow = (key: string) => page.locator(`table.flag-values tr[data-flag="${key}"] td`);
     await flagRow('beta-banner').first().waitFor();
     const shown = page.locator('label', { hasText: 'Evaluate for distinct id' }).locator('select');

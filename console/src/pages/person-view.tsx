@@ -3,9 +3,9 @@
  * person holding a distinct id through `GET /persons/?distinct_id=`), a link to its events, and
  * every flag's value with its reason for one of its distinct ids
  * (`GET /feature_flags/evaluation_reasons/`, the evaluation core the nodes run, over the stored
- * person). Cohort membership is not shown: the API has no per-person cohort lookup (a cohort
- * condition of a flag shows in that flag's reason). `route` is `[id or uuid]` or
- * `['d', distinct id]` from `#/persons/…`.
+ * person), and the cohorts it belongs to (`GET /persons/cohorts/?person_id=`: static cohorts
+ * from their members, dynamic ones matched now against the stored person), each linking to
+ * `#/cohorts/<id>`. `route` is `[id or uuid]` or `['d', distinct id]` from `#/persons/…`.
  */
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiFailure } from '../api.js';
@@ -63,10 +63,35 @@ export function PersonView({ route }: { route: string[] }) {
           </dl>
           <h2>Properties</h2>
           <PropertyTable properties={p.properties} label="Person properties" />
+          <PersonCohorts person={p} />
           <PersonFlags person={p} />
         </>
       )}
     </section>
+  );
+}
+
+interface CohortRef { id: number; name: string; is_static: boolean }
+
+/** The cohorts the person is in, by id. */
+function PersonCohorts({ person }: { person: Person }) {
+  const cohorts = useLoad(() => api<{ results: CohortRef[] }>('GET', `/p/persons/cohorts/?${new URLSearchParams({ person_id: person.uuid })}`), [person.uuid]);
+  const list = cohorts.data?.results;
+  return (
+    <>
+      <h2>Cohorts</h2>
+      {cohorts.error && <p role="alert" class="error">{cohorts.error}</p>}
+      {list && list.length > 0 && (
+        <ul class="plain" aria-label="Cohorts">
+          {list.map((c) => (
+            <li key={c.id} data-cohort={c.id}>
+              <a href={`#/cohorts/${c.id}`}>{c.name || `Cohort ${c.id}`}</a> <span class="hint">({c.is_static ? 'static' : 'dynamic'})</span>
+            </li>
+          ))}
+        </ul>
+      )}
+      {list && list.length === 0 && <p>This person is in no cohort.</p>}
+    </>
   );
 }
 
@@ -80,7 +105,7 @@ function PersonFlags({ person }: { person: Person }) {
   return (
     <>
       <h2>Feature flags</h2>
-      <p class="hint">Each flag's value and why, as evaluation nodes answer this person now (stored person properties; no request overrides). Cohort membership is not listed: a cohort condition shows in its flag's reason.</p>
+      <p class="hint">Each flag's value and why, as evaluation nodes answer this person now (stored person properties; no request overrides).</p>
       {person.distinct_ids.length > 1 && (
         <label>Evaluate for distinct id <select value={did} onChange={(e) => setDid((e.target as HTMLSelectElement).value)}>
           {person.distinct_ids.map((d) => <option value={d}>{d}</option>)}

@@ -25,12 +25,13 @@ type Obj = JsonObject;
 /** Persons read per cursor round trip. */
 const PERSON_PAGE = 1000;
 /** Prefix of the synthetic person property that carries a behavioural leaf's answer. */
-const LEAF_KEY = '$switchyard_behavioral_';
+export const LEAF_KEY = '$switchyard_behavioral_';
 
 /** Units of `time_interval`, in PostgreSQL interval words. */
 const INTERVALS: Readonly<Record<string, string>> = { hour: 'hours', day: 'days', week: 'weeks', month: 'months', year: 'years' };
 
-interface BehavioralLeaf { index: number; leaf: Obj }
+/** A behavioural leaf of a cohort's filters and its index among the leaves collected. */
+export interface BehavioralLeaf { index: number; leaf: Obj }
 
 /** Start of a behavioural leaf's window. @throws ApiError 400 for an unreadable window. */
 export function windowStart(leaf: Obj, now: Date): Date {
@@ -64,8 +65,11 @@ function shift(now: Date, n: number, unit: string): Date {
   return d;
 }
 
-/** Replaces behavioural leaves of `node` with synthetic person leaves, collecting them. */
-function rewrite(node: unknown, leaves: BehavioralLeaf[]): unknown {
+/**
+ * Replaces behavioural leaves of `node` (cohort filters) with synthetic person leaves on
+ * `<LEAF_KEY><index>` = `'true'` (negation kept), appending each to `leaves`.
+ */
+export function rewrite(node: unknown, leaves: BehavioralLeaf[]): unknown {
   if (Array.isArray(node)) return node.map((n) => rewrite(n, leaves));
   if (!isJsonObject(node)) return node;
   if (node.type === 'behavioral') {
@@ -81,8 +85,11 @@ function rewrite(node: unknown, leaves: BehavioralLeaf[]): unknown {
 
 const COUNT_OPERATORS: Readonly<Record<string, string>> = { gte: '>=', lte: '<=', gt: '>', lt: '<', exact: '=', eq: '=' };
 
-/** persons.id of the persons a behavioural leaf selects. */
-async function leafMembers(sql: Sql, projectId: number, leaf: Obj, now: Date): Promise<Set<number>> {
+/**
+ * persons.id of the persons a behavioural leaf selects; with `eventPersons` (person uuids), only
+ * events carrying one of them are read (one person's answer, on the events' person index).
+ */
+export async function leafMembers(sql: Sql, projectId: number, leaf: Obj, now: Date, eventPersons: readonly string[] | null = null): Promise<Set<number>> {
   const event = String(leaf.key);
   const since = windowStart(leaf, now);
   const multiple = leaf.value === 'performed_event_multiple';
@@ -93,6 +100,7 @@ async function leafMembers(sql: Sql, projectId: number, leaf: Obj, now: Date): P
     FROM events e JOIN person_distinct_ids d ON d.project_id = e.project_id AND d.distinct_id = e.distinct_id
     WHERE e.project_id = ${projectId} AND e.event = ${event} AND e.timestamp >= ${since} AND e.timestamp <= ${now}
       AND ${eventFiltersSql(sql, leaf.event_filters, 'filters')}
+      ${eventPersons === null ? sql`` : sql`AND e.person_id = ANY(${sql.array(eventPersons as string[])}::uuid[])`}
     GROUP BY d.person_id
     ${multiple ? sql`HAVING count(*) ${sql.unsafe(opSql!)} ${times}` : sql``}`;
   return new Set(rows.map((r) => r.id));

@@ -19,6 +19,13 @@ export async function getCohort(h: Handle, projectId: number, id: number, opts: 
   return rows[0] ?? null;
 }
 
+/** Live cohorts of the project among `ids`, by id ascending. */
+export async function getLiveCohorts(h: Handle, projectId: number, ids: readonly number[]): Promise<CohortRow[]> {
+  if (ids.length === 0) return [];
+  return h<CohortRow[]>`${selectRows(h)} WHERE c.project_id = ${projectId} AND NOT c.deleted
+    AND c.id = ANY(${h.array(ids as number[])}::bigint[]) ORDER BY c.id`;
+}
+
 /** A page of live cohorts, newest first; `search` matches the name case-insensitively. */
 export async function listCohorts(h: Handle, projectId: number, search: string | null, limit: number, offset: number): Promise<{ count: number; rows: CohortRow[] }> {
   const where = h`c.project_id = ${projectId} AND NOT c.deleted ${search ? h`AND c.name ILIKE ${`%${search.replace(/[\\%_]/g, '\\$&')}%`}` : h``}`;

@@ -5,6 +5,7 @@
  * | route | answer |
  * |---|---|
  * | GET /persons/ | `{results, next, previous}` (limit/offset, default 100; store.ts for filters) |
+ * | GET /persons/cohorts/?person_id= | `{results: [cohort]}`: live cohorts the person is in (cohorts.ts) |
  * | GET /persons/:id/ | the person |
  * | PATCH or PUT /persons/:id/ `{properties}` | 202, properties `$set` |
  * | POST /persons/:id/update_property/ `{key, value}` | 202 |
@@ -20,6 +21,9 @@ import { isJsonObject } from '../../json-shapes.js';
 import { boolField } from '../http/drf-fields.js';
 import { parseLimitOffset } from '../http/pages.js';
 import type { Deps, Reply, RequestContext, Route } from '../http/types.js';
+import { getLiveCohorts } from '../cohorts/store.js';
+import { serializeCohort } from '../cohorts/service.js';
+import { personCohortIds } from './cohorts.js';
 import { findPerson } from './lookup.js';
 import { listPersons, parsePersonListQuery, serializePersons } from './store.js';
 import { deletePerson, setPersonProperties, splitPerson, unsetPersonProperty } from './writes.js';
@@ -76,6 +80,23 @@ export function personRoutes(deps: Deps): Route[] {
           status: 200,
           body: { results, next: more ? pageUrl(ctx.url, offset + limit, limit) : null, previous: offset - limit >= 0 ? pageUrl(ctx.url, offset - limit, limit) : null },
         };
+      },
+    },
+    {
+      // PostHog's `cohorts` action asks person:read and cohort:read; a route names one scope here,
+      // and this one is the persons resource's.
+      method: 'GET', path: `${BASE}/cohorts`, scope: 'person:read',
+      schema: {
+        summary: 'Cohorts a person belongs to', tags: TAGS, params: LIST_PARAMS, validatedBy: 'service',
+        querystring: { type: 'object', properties: { person_id: { type: 'string', description: 'Numeric id or uuid of the person.' } }, required: ['person_id'] },
+      },
+      async handler(ctx) {
+        const raw = ctx.query.get('person_id')?.trim() ?? '';
+        if (raw === '') throw errors.required('person_id');
+        const person = await findPerson(deps.sql, ctx.project.id, raw);
+        if (!person) throw errors.notFound();
+        const rows = await getLiveCohorts(deps.sql, ctx.project.id, await personCohortIds(deps.sql, ctx.project.id, person));
+        return { status: 200, body: { results: rows.map(serializeCohort) } };
       },
     },
     {
