@@ -300,7 +300,7 @@ describe('hostile input from one project leaves another unaffected', { concurren
     const row = [`idle baseline (pace ×${paceOf(figures).toFixed(1)})`, 'no attack', `${fmt(figures.flagsP99Ms)} ms (n=${figures.flagsCount})`, `${fmt(figures.apiP99Ms)} ms (n=${figures.apiCount})`, `${fmt(figures.loop.p99Ms)} / ${fmt(figures.loop.maxMs)} ms`];
     rows.push(row);
     t.diagnostic(row.join(' | '));
-    assert.ok(figures.flagsCount > 10 && figures.apiCount > 10, 'B traffic flowed');
+    assert.ok(figures.flagsCount >= 3 && figures.apiCount >= 3, 'B traffic flowed');
     assert.deepEqual([...figures.flagsErrors, ...figures.apiErrors], [], 'B traffic without an attack fails nowhere');
   });
 
