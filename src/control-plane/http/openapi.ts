@@ -59,7 +59,7 @@ export function routeSchema(route: Route): FastifySchema {
     summary: s?.summary ?? `${route.method} ${normalisePattern(route.path)}`,
     ...(s?.description ? { description: s.description } : {}),
     ...(s?.tags ? { tags: [...s.tags] } : {}),
-    security: [{ [SECURITY_SCHEME]: route.scope ? [route.scope] : [] }],
+    security: [{ [SECURITY_SCHEME]: route.scope ? [route.scope, ...(route.alsoScopes ?? [])] : [] }],
     ...(s?.params ? { params: s.params } : {}),
     ...(s?.querystring ? { querystring: s.querystring } : {}),
     ...(s?.body ? { body: s.body } : {}),

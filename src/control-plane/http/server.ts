@@ -178,6 +178,7 @@ function addRoute(app: FastifyInstance, deps: Deps, route: Route, throttle: Thro
       }
       const auth = await authenticate(deps.sql, req.headers, url.searchParams, { limiter: authFailures, address: req.ip });
       if (route.scope) requireScope(auth, route.scope);
+      for (const also of route.alsoScopes ?? []) requireScope(auth, also);
       const feed = route.throttle === 'project_feed';
       if (!feed) await throttle(req, auth, null, 'personal_key');
       const rawProject = (req.params as Record<string, string>).project_id;

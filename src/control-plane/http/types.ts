@@ -91,12 +91,14 @@ export interface RouteSchema {
  * A route: `path` uses `:name` segments (`/api/projects/:project_id/feature_flags/:id`); a
  * trailing slash is optional when matching and literal segments win over parameters.
  * `scope` is the personal-API-key scope required (`feature_flag:read`); null means the route
- * needs no scope beyond a valid key.
+ * needs no scope beyond a valid key. `alsoScopes` are further scopes it requires, all of them
+ * (PostHog's actions that read two resources, e.g. a person's cohorts).
  */
 export interface Route {
   method: Method;
   path: string;
   scope: string | null;
+  alsoScopes?: readonly string[];
   /** Documentation and validation; a route without one is still served and listed by method and path. */
   schema?: RouteSchema;
   /**

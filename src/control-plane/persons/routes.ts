@@ -83,9 +83,8 @@ export function personRoutes(deps: Deps): Route[] {
       },
     },
     {
-      // PostHog's `cohorts` action asks person:read and cohort:read; a route names one scope here,
-      // and this one is the persons resource's.
-      method: 'GET', path: `${BASE}/cohorts`, scope: 'person:read',
+      // PostHog's `cohorts` action asks person:read and cohort:read.
+      method: 'GET', path: `${BASE}/cohorts`, scope: 'person:read', alsoScopes: ['cohort:read'],
       schema: {
         summary: 'Cohorts a person belongs to', tags: TAGS, params: LIST_PARAMS, validatedBy: 'service',
         querystring: { type: 'object', properties: { person_id: { type: 'string', description: 'Numeric id or uuid of the person.' } }, required: ['person_id'] },

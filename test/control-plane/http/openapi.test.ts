@@ -25,7 +25,7 @@ import { PACKAGE_ROOT as rootDir } from '../../../src/paths.js';
 const run = promisify(execFile);
 const METHODS = ['get', 'post', 'patch', 'put', 'delete'] as const;
 
-interface Operation { method: string; path: string; scope: string; summary: string }
+interface Operation { method: string; path: string; scope: string; scopes: string[]; summary: string }
 
 let t: TestControlPlane;
 let doc: Record<string, any>;
@@ -44,7 +44,7 @@ before(async () => {
       const op = item[m];
       if (!op) continue;
       const scopes = (op.security as Record<string, string[]>[]).flatMap((s) => s.PersonalAPIKey ?? []);
-      operations.push({ method: m.toUpperCase(), path: p, scope: scopes[0] ?? '', summary: op.summary });
+      operations.push({ method: m.toUpperCase(), path: p, scope: scopes[0] ?? '', scopes, summary: op.summary });
     }
   }
 });
@@ -67,7 +67,7 @@ test('every declared route is documented once, with its scope and a summary; pro
     const p = `${r.path.replace(/:([a-z_]+)/g, '{$1}')}/`;
     assert.ok(listed.has(`${r.method} ${p}`), `${r.method} ${p} is missing from /api/schema/`);
     const op = operations.find((o) => o.method === r.method && o.path === p)!;
-    assert.equal(op.scope, r.scope, `${r.method} ${p} scope`);
+    assert.deepEqual(op.scopes, r.scope ? [r.scope, ...(r.alsoScopes ?? [])] : [], `${r.method} ${p} scopes`);
     assert.ok(op.summary && !op.summary.startsWith(r.method), `${r.method} ${p} has no summary`);
   }
   assert.equal(operations.length, declared.length);
@@ -93,22 +93,29 @@ async function concrete(op: Operation, flagId: number, spareId: string): Promise
     + (op.path.endsWith('/by_name/') ? '?name=$pageview' : '');
 }
 
-test('every documented operation refuses a key without its scope (403) and admits a key holding only that scope', async () => {
+test('every documented operation refuses a key without its scopes (403) and admits a key holding only those', async () => {
   const flag = await t.request('POST', `/api/projects/${t.projectId}/feature_flags/`, { body: { key: 'walked' } });
   assert.equal(flag.status, 201);
   const unrelated = await t.createKey(['survey:read']);
   const keys = new Map<string, string>();
   for (const op of operations) {
     assert.ok(op.scope, `${op.method} ${op.path} names no scope`);
-    if (!keys.has(op.scope)) keys.set(op.scope, await t.createKey([op.scope]));
+    const needed = op.scopes.join(' ');
+    if (!keys.has(needed)) keys.set(needed, await t.createKey(op.scopes));
     const spareId = op.path.includes('/personal_api_keys/') ? await spareKeyId() : '';
     const url = await concrete(op, flag.body.id as number, spareId);
     const body = ['POST', 'PATCH', 'PUT'].includes(op.method) ? {} : undefined;
     const without = await t.request(op.method, url, { key: unrelated, body });
     assert.equal(without.status, 403, `${op.method} ${url} without scope`);
     assert.equal(without.body.detail, `API key missing required scope '${op.scope}'`);
-    const withScope = await t.request(op.method, url, { key: keys.get(op.scope)!, body });
-    assert.ok(![401, 403].includes(withScope.status), `${op.method} ${url} with ${op.scope}: ${withScope.status} ${withScope.text}`);
+    for (const [i, missing] of op.scopes.entries()) {
+      if (i === 0) continue; // every scope but one is not enough either
+      const partial = await t.request(op.method, url, { key: await t.createKey(op.scopes.filter((x) => x !== missing)), body });
+      assert.equal(partial.status, 403, `${op.method} ${url} without ${missing}`);
+      assert.equal(partial.body.detail, `API key missing required scope '${missing}'`);
+    }
+    const withScope = await t.request(op.method, url, { key: keys.get(needed)!, body });
+    assert.ok(![401, 403].includes(withScope.status), `${op.method} ${url} with ${needed}: ${withScope.status} ${withScope.text}`);
   }
 });
 

@@ -116,12 +116,14 @@ test('errors: person_id missing or empty (400), unknown or of another project (4
   assert.match(r.body.detail, /persons\?distinct_id=ann/);
 });
 
-test('scope: person:read admits, cohort:read alone does not', async () => {
+test('scopes: person:read and cohort:read together admit (PostHog), either alone does not', async () => {
   const ann = await person('ann');
-  const r = await t.request('GET', path(ann.uuid), { key: await t.createKey(['cohort:read']) });
-  assert.equal(r.status, 403);
-  assert.equal(r.body.detail, "API key missing required scope 'person:read'");
-  assert.equal((await cohortsOf(ann.uuid, await t.createKey(['person:read']))).length, 3);
+  for (const [held, missing] of [['cohort:read', 'person:read'], ['person:read', 'cohort:read']] as const) {
+    const r = await t.request('GET', path(ann.uuid), { key: await t.createKey([held]) });
+    assert.equal(r.status, 403, `${held} alone`);
+    assert.equal(r.body.detail, `API key missing required scope '${missing}'`);
+  }
+  assert.equal((await cohortsOf(ann.uuid, await t.createKey(['person:read', 'cohort:read']))).length, 3);
 });
 
 test('catastrophic regexes: one is cut off by the search limit; enough of them reach the scan deadline (504), never a partial list', async () => {
