@@ -5,7 +5,7 @@
  * latencies measured then are what the control plane does, not what the attacker costs.
  *
  * workerData: {@link AttackJob}; posts one {@link AttackCall} per request, in order, as a
- * `{calls}` message, then ends.
+ * `{calls}` message, then ends. Imported on the main thread, it only lends {@link timedFetch}.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 
@@ -16,10 +16,11 @@ export interface AttackJob { requests: AttackRequest[]; width: number; deadlineM
 /** How one request ended: its status (null without an answer), time in ms, body (JSON when it parses), error. */
 export interface AttackCall { status: number | null; ms: number; body: unknown; error: string | null }
 
-async function send(r: AttackRequest, deadlineMs: number): Promise<AttackCall> {
+/** `fetch` with a client deadline (`deadlineMs`), as an {@link AttackCall}: never throws. */
+export async function timedFetch(url: string, init: RequestInit, deadlineMs: number): Promise<AttackCall> {
   const started = performance.now();
   try {
-    const res = await fetch(r.url, { method: r.method, headers: r.headers, body: r.body, signal: AbortSignal.timeout(deadlineMs) });
+    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(deadlineMs) });
     const text = await res.text();
     let body: unknown;
     try { body = JSON.parse(text); } catch { body = text; }
@@ -34,7 +35,11 @@ if (parentPort) {
   const calls: AttackCall[] = new Array(job.requests.length);
   let next = 0;
   await Promise.all(Array.from({ length: Math.min(job.width, job.requests.length) }, async () => {
-    while (next < job.requests.length) { const i = next++; calls[i] = await send(job.requests[i]!, job.deadlineMs); }
+    while (next < job.requests.length) {
+      const i = next++;
+      const r = job.requests[i]!;
+      calls[i] = await timedFetch(r.url, { method: r.method, headers: r.headers, body: r.body }, job.deadlineMs);
+    }
   }));
   parentPort.postMessage({ calls });
 }

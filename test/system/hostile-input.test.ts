@@ -21,7 +21,7 @@ import { testConfig } from '../../src/config.js';
 import { seedEvents, seedPersons } from '../support/seed-bulk.js';
 import { rawExchange, slowloris, upload, type RawOutcome } from '../support/raw-http.js';
 import { startHostileStack, type Figures, type HostileStack } from './hostile-stack.js';
-import type { AttackJob, AttackRequest } from './hostile-attacker.js';
+import { timedFetch, type AttackCall, type AttackJob, type AttackRequest } from './hostile-attacker.js';
 import { Worker } from 'node:worker_threads';
 
 /** Latency targets, in ms: printed beside each figure (✓ within, ✗ past). */
@@ -96,21 +96,7 @@ const fmt = (ms: number) => (Number.isFinite(ms) ? `${ms.toFixed(0)}` : String(m
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A call with a deadline: status (null if none came), time in ms, the body (JSON when it parses). */
-interface Call { status: number | null; ms: number; body: any; error: string | null }
-
-/** `fetch` with a client deadline, as a {@link Call}: never throws. */
-async function timedFetch(url: string, init: RequestInit, deadlineMs: number): Promise<Call> {
-  const started = performance.now();
-  try {
-    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(deadlineMs) });
-    const text = await res.text();
-    let body: unknown;
-    try { body = JSON.parse(text); } catch { body = text; }
-    return { status: res.status, ms: performance.now() - started, body, error: null };
-  } catch (e) {
-    return { status: null, ms: performance.now() - started, body: undefined, error: (e as Error).name === 'TimeoutError' ? 'client deadline' : (e as Error).message };
-  }
-}
+type Call = AttackCall & { body: any };
 
 /** A management-API call for project A (its key unless `key`), with a deadline. */
 function call(method: string, path: string, opts: { key?: string; body?: unknown; raw?: string; deadlineMs?: number } = {}): Promise<Call> {
