@@ -4,7 +4,8 @@
  * sequential changes (default 200)? Target: p99 < 20 ms.
  *
  * Deployed as it would be: the control plane (`switchyard control-plane`) and each node
- * (`switchyard eval-node`) are processes of their own, on 127.0.0.1 with separate data dirs; this
+ * (`switchyard eval-node`, one IO thread each: see IO_THREADS) are processes of their own, on
+ * 127.0.0.1 with separate data dirs; this
  * process only sends the PATCHes and polls. (With everything in one process, the poller's own
  * requests queued behind the control plane's and nodes' work on one event loop and were most of
  * what was measured.) After each PATCH answers (its body carries the new `version`), every node
@@ -22,6 +23,12 @@ import { stablePort } from '../test/support/ports.js';
 
 /** Figures of one run, in milliseconds. */
 export interface NodesPropagation { samples: number[]; patchMs: number[]; flagsMs: number[] }
+
+/**
+ * IO threads per node (BENCH_NODE_IO_THREADS, default 1): the N nodes share this machine's cores,
+ * and each node's default (one IO thread per core) would run 3 × 2 IO threads on 2 cores.
+ */
+const IO_THREADS = Number(process.env.BENCH_NODE_IO_THREADS ?? 1);
 
 /** dist/src/cli.js (this file is dist/bench/propagation-nodes.js). */
 const cli = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'src', 'cli.js');
@@ -68,7 +75,10 @@ export async function measureNodesPropagation(databaseUrl: string, nodes: number
     const nodeUrls: string[] = [];
     for (let i = 0; i < nodes; i++) {
       const port = await stablePort();
-      const n = start('eval-node', { ...common, SWITCHYARD_DATA_DIR: path.join(tmp, `node-${i}`), SWITCHYARD_FLAGS_PORT: String(port), SWITCHYARD_CONTROL_PLANE: `127.0.0.1:${grpcPort}` });
+      const n = start('eval-node', {
+        ...common, SWITCHYARD_DATA_DIR: path.join(tmp, `node-${i}`), SWITCHYARD_FLAGS_PORT: String(port), SWITCHYARD_CONTROL_PLANE: `127.0.0.1:${grpcPort}`,
+        SWITCHYARD_IO_THREADS: String(IO_THREADS),
+      });
       procs.push(n);
       nodeUrls.push(`http://127.0.0.1:${port}`);
       await ready(`node ${i}`, `http://127.0.0.1:${port}/_ready`, n, timeoutMs);
