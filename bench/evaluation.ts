@@ -8,8 +8,11 @@
  *
  * Question answered: how many ns per flag and per request does `evaluateFlags` cost on one
  * thread, and how does that compare with the SHA-1 it must compute and with `JSON.parse` of the
- * request body (the same-run baselines)? Knobs: BENCH_REQUESTS (default 100000),
- * BENCH_WARMUP (default 20000), BENCH_ROUNDS (default 10).
+ * request body (the same-run baselines)? And, for 50 and 1,000 flags (the 50-flag mix repeated,
+ * bench/flags-workload.ts), does evaluating and serializing an answer cost less than a plain
+ * `JSON.stringify` of the finished answer object (built before the timed loop: the floor)?
+ * Knobs: BENCH_REQUESTS (default 100000), BENCH_WARMUP (default 20000), BENCH_ROUNDS (default 10),
+ * BENCH_REQUESTS_1000 (requests of the 1,000-flag rounds, default 4000).
  *
  * Current figures beside their same-run floors: docs/benchmarks.md (history in git).
  */
@@ -21,6 +24,7 @@ import { hashBytes, utf8 } from '../src/evaluation/hash.js';
 import { COMPANIES, PLANS, prng, USERS, workloadDefinitions, workloadRequest } from './flags-workload.js';
 import { DEFAULT_EVAL_BUDGET_MS } from '../src/limits.js';
 import { evaluationBudget } from '../src/eval-node/pool/budget-clock.js';
+import { flagsV2Bytes } from '../src/eval-node/pool/respond.js';
 
 export { workloadDefinitions, workloadRequest };
 
@@ -164,6 +168,56 @@ function main(): void {
   console.log('SHA-1 → hash01 on workload inputs (same run, best of 10 rounds of 20,000):');
   for (const [label, per] of hashRows) console.log(`  ${label.padEnd(42)} ${f(per)} ns/hash`);
   console.log(`targets: ≤ 500 ns/flag; flagd-core 390 ns/flag; posthog-node 13,600 ns/flag (research/peer-benchmarks.md)`);
+  console.log('');
+  answerVsStringify(50, users);
+  answerVsStringify(1000, users.slice(0, Number(process.env.BENCH_REQUESTS_1000 ?? 4000)));
+}
+
+/**
+ * For a `count`-flag project: evaluate + serialize (the core's string serializer and the node's
+ * byte serializer) against the floor, `JSON.stringify` of the finished v2 answer object for the
+ * same request (objects built before each timed loop). ROUNDS interleaved rounds; per-round
+ * ratios, median and spread printed.
+ */
+function answerVsStringify(count: number, users: number[]): void {
+  const project = compileProject(workloadDefinitions(42, count));
+  if (project.problems.length) throw new Error(`workload definitions invalid: ${JSON.stringify(project.problems)}`);
+  const requests = users.map(workloadRequest);
+  const evaluate = (i: number) => evaluateFlags(project, requests[i]!, {}, 0, budget(project));
+  // Fidelity: all three give the same bytes.
+  for (let i = 0; i < 200; i++) {
+    const a = JSON.stringify(toFlagsV2(evaluate(i), { requestId: 'bench', evaluatedAt: 0 }));
+    const b = serializeFlagsV2(evaluate(i), { requestId: 'bench', evaluatedAt: 0 });
+    const c = Buffer.from(flagsV2Bytes(evaluate(i), 'bench', 0)).toString();
+    if (a !== b || a !== c) throw new Error(`serializers disagree for ${count} flags, request ${i}`);
+  }
+  let sink = 0;
+  const per = Math.floor(requests.length / ROUNDS);
+  const floor: number[] = [];
+  const str: number[] = [];
+  const bytes: number[] = [];
+  for (let round = -2; round < ROUNDS; round++) { // two warm-up rounds
+    const from = Math.max(0, round) * per;
+    const answers = Array.from({ length: per }, (_, k) => toFlagsV2(evaluate(from + k), { requestId: 'bench', evaluatedAt: 0 }));
+    let t = process.hrtime.bigint();
+    for (let k = 0; k < per; k++) sink += JSON.stringify(answers[k]).length;
+    const f = ns(t) / per;
+    t = process.hrtime.bigint();
+    for (let i = from; i < from + per; i++) sink += serializeFlagsV2(evaluate(i), { requestId: 'bench', evaluatedAt: 0 }).length;
+    const s = ns(t) / per;
+    t = process.hrtime.bigint();
+    for (let i = from; i < from + per; i++) sink += flagsV2Bytes(evaluate(i), 'bench', 0).length;
+    const b = ns(t) / per;
+    if (round >= 0) { floor.push(f); str.push(s); bytes.push(b); }
+  }
+  if (sink === -1) console.log(sink);
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const ratios = (xs: number[]) => xs.map((x, i) => x / floor[i]!);
+  const range = (xs: number[]) => `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`;
+  console.log(`${count.toLocaleString('en-US')} flags, ${per} requests a round, median of ${ROUNDS} interleaved rounds (target: evaluate + serialize ≤ 1.0× the floor):`);
+  console.log(`  floor: JSON.stringify(finished answer object)   ${(median(floor) / 1000).toFixed(2)} µs/request`);
+  console.log(`  evaluate + serializeFlagsV2 (string)            ${(median(str) / 1000).toFixed(2)} µs/request   ${median(ratios(str)).toFixed(2)}× the floor (rounds ${range(ratios(str))})`);
+  console.log(`  evaluate + flagsV2Bytes (node's bytes)          ${(median(bytes) / 1000).toFixed(2)} µs/request   ${median(ratios(bytes)).toFixed(2)}× the floor (rounds ${range(ratios(bytes))})`);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) main();

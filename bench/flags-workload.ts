@@ -37,23 +37,34 @@ export const PAID_COHORT_FILTERS = {
  * active), the `plan-NN` flags naming cohort `cohortId` and the `org-NN` flags aggregating by group
  * type index `companyIndex` (the project's `company` group type).
  */
-export function workloadFlagBodies(cohortId: number, companyIndex: number, seed = 42): { key: string; name: string; filters: Record<string, unknown>; active: boolean }[] {
-  return workloadFlags(seed, cohortId, companyIndex).map((f) => ({ key: f.key, name: f.name, filters: f.filters, active: true }));
+export function workloadFlagBodies(cohortId: number, companyIndex: number, seed = 42, count = 50): { key: string; name: string; filters: Record<string, unknown>; active: boolean }[] {
+  return workloadFlags(seed, cohortId, companyIndex, count).map((f) => ({ key: f.key, name: f.name, filters: f.filters, active: true }));
 }
 
-/** The workload as the local-evaluation feed: flags, group type `company` at index 0, cohort 7. */
-export function workloadDefinitions(seed = 42): ProjectDefinitions {
-  return { flags: workloadFlags(seed) as unknown as ProjectDefinitions['flags'], group_type_mapping: { 0: 'company' }, cohorts: { 7: PAID_COHORT_FILTERS.properties } };
+/** The workload (`count` flags, see {@link workloadFlags}) as the local-evaluation feed: flags, group type `company` at index 0, cohort 7. */
+export function workloadDefinitions(seed = 42, count = 50): ProjectDefinitions {
+  return { flags: workloadFlags(seed, 7, 0, count) as unknown as ProjectDefinitions['flags'], group_type_mapping: { 0: 'company' }, cohorts: { 7: PAID_COHORT_FILTERS.properties } };
 }
 
-/** The 50 workload flags as node-store entities (project 1; cohort 7; `company` = group type index 0 unless given). */
-export function workloadFlags(seed = 42, cohortId = 7, companyIndex = 0): FeatureFlagEntity[] {
+/**
+ * The workload flags as node-store entities (project 1; cohort 7; `company` = group type index 0
+ * unless given): `count` flags (a multiple of 50), the 50-flag mix repeated; copy c > 0 suffixes
+ * its keys with `-c` (`rollout-00-1`, …) and draws its own rollout shares. The first 50 are the
+ * 50-flag workload whatever the count.
+ */
+export function workloadFlags(seed = 42, cohortId = 7, companyIndex = 0, count = 50): FeatureFlagEntity[] {
   const rnd = prng(seed);
   const flags: FeatureFlagEntity[] = [];
   let id = 1;
-  const pad = (i: number) => String(i).padStart(2, '0');
+  for (let copy = 0; copy * 50 < count; copy++) addMix(flags, rnd, () => id++, copy === 0 ? '' : `-${copy}`, cohortId, companyIndex);
+  return flags;
+}
+
+/** Appends one 50-flag mix (keys suffixed with `suffix`) to `flags`. */
+function addMix(flags: FeatureFlagEntity[], rnd: () => number, nextId: () => number, suffix: string, cohortId: number, companyIndex: number): void {
+  const pad = (i: number) => `${String(i).padStart(2, '0')}${suffix}`;
   const add = (key: string, filters: Record<string, unknown>) => flags.push({
-    id: id++, team_id: 1, key, name: key, filters, deleted: false, active: true, ensure_experience_continuity: false, version: 1,
+    id: nextId(), team_id: 1, key, name: key, filters, deleted: false, active: true, ensure_experience_continuity: false, version: 1,
     evaluation_runtime: 'all', evaluation_tags: [], bucketing_identifier: null, has_encrypted_payloads: false, is_remote_configuration: false,
   });
   for (let i = 0; i < 20; i++) add(`rollout-${pad(i)}`, { groups: [{ properties: [], rollout_percentage: 10 + Math.floor(rnd() * 81) }] });
@@ -73,7 +84,6 @@ export function workloadFlags(seed = 42, cohortId = 7, companyIndex = 0): Featur
       groups: [{ properties: [{ key: '$group_key', type: 'group', group_type_index: companyIndex, operator: 'exact', value: COMPANIES }], rollout_percentage: 100 }],
     });
   }
-  return flags;
 }
 
 /** Store entities of the bench world: one organization, one project, the flags, cohort 7, group type `company`. */

@@ -12,6 +12,7 @@ import { cohortEntity, groupTypeMappingEntity, groupTypeMappingId } from '../src
 import { newPersonalApiKey } from '../src/control-plane/keys/tokens.js';
 import { PAID_COHORT_FILTERS, TOKEN, workloadFlagBodies } from './flags-workload.js';
 import { stablePort } from '../test/support/ports.js';
+import { seedFlag } from '../test/support/seed.js';
 import { startBenchDatabase } from './database.js';
 
 /** Group type index of `company`: bootstrap already maps index 0 to `organization`. */
@@ -24,6 +25,12 @@ export interface World {
   controlPlane: string;
   /** The cluster token nodes present. */
   clusterToken: string;
+  /**
+   * Grows the workload to `count` flags (bench/flags-workload.ts: the 50-flag mix repeated),
+   * written as the API writes them (row + change-log entry) without its rate limit; resolves with
+   * the change-log revision that holds the last one.
+   */
+  growTo(count: number): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -47,10 +54,18 @@ export async function startWorld(dir: string, log: Logger): Promise<World> {
     await dropAll();
     throw e;
   }
+  let cohortId = 0;
+  let flagCount = 50;
   const world: World = {
     cp,
     controlPlane: `127.0.0.1:${grpcPort}`,
     clusterToken: config.clusterToken!,
+    async growTo(count) {
+      const flags = workloadFlagBodies(cohortId, COMPANY_INDEX, 42, count);
+      for (; flagCount < count; flagCount++) await seedFlag(cp.sql, cp.bootstrap.projectId, flags[flagCount]!.key, flags[flagCount]!.filters);
+      const [h] = await cp.sql<{ r: string }[]>`SELECT max(revision)::text AS r FROM change_log`;
+      return Number(h!.r);
+    },
     async close() {
       await cp.close();
       await dropAll();
@@ -58,7 +73,7 @@ export async function startWorld(dir: string, log: Logger): Promise<World> {
   };
   try {
     const projectId = cp.bootstrap.projectId;
-    const cohortId = await cp.sql.begin(async (tx) => {
+    cohortId = await cp.sql.begin(async (tx) => {
       const [gt] = await tx<{ project_id: number; group_type: string; group_type_index: number }[]>`
         INSERT INTO group_type_mappings (project_id, group_type, group_type_index) VALUES (${projectId}, 'company', ${COMPANY_INDEX})
         RETURNING project_id, group_type, group_type_index`;

@@ -23,13 +23,15 @@
  * does not share the server's event loop (server CPU figures include the in-process control plane,
  * which is idle during load). Loopback only; every run is bounded by its duration.
  * Knobs (env): BENCH_DURATION_S (10), BENCH_WARMUP_S (3), BENCH_CONNECTIONS (50),
- * BENCH_POOL_THREADS (2), BENCH_MODES (`ceiling,inline,pool,io`), BENCH_IO_THREADS (`1,2`),
+ * BENCH_POOL_THREADS (2), BENCH_MODES (`ceiling,inline,pool,io`), BENCH_IO_THREADS (`1,2`), BENCH_REPEAT (3),
  * BENCH_NODE_ARGS (extra node flags for the io-mode node, e.g. `--cpu-prof`), WRK_PATH (wrk, set by
  * `make bench`), DATABASE_URL (use that Postgres).
  *
- * The `io` mode: per thread count, a bare uWS process and a node process
- * (`switchyard eval-node`, SWITCHYARD_IO_THREADS=N) under wrk (one thread, fixed connections; the
- * node's CPU from /proc, wrk's from bash `times`).
+ * The `io` mode (bench/flags-io.ts): per thread count, a node process (`switchyard eval-node`,
+ * SWITCHYARD_IO_THREADS=N) and a bare uWS process answering a body of the node's mean answer size,
+ * under wrk (one thread, fixed connections; the node's CPU from /proc, wrk's from bash `times`),
+ * BENCH_REPEAT times (3), then the same with the workload grown to 1,000 flags (BENCH_FLAGS_1000=0
+ * skips it); ratios to the same-repetition floor and their spread are printed.
  *
  * Current figures beside their same-run floors: docs/benchmarks.md (history in git).
  */

@@ -47,6 +47,8 @@ const BUDGET_CODE = 'timeout:evaluation_budget';
 interface Template {
   count: number;
   build: ((results: readonly FlagResult[]) => Record<string, FlagResult>) | null;
+  /** The built object enumerates its keys in slot order (no integer-like key is hoisted first). */
+  slotOrder: boolean;
 }
 /** Larger projects take the generic path (V8 keeps literals beyond ~1,000 properties in dictionary mode anyway). */
 const MAX_LITERAL_FLAGS = 1_000;
@@ -60,14 +62,34 @@ function templateOf(project: CompiledProject): Template {
       const members = live.map((f, i) => `${JSON.stringify(f.key)}:r[${i}]`).join(',');
       build = new Function('r', `return {${members}};`) as Template['build'];
     }
-    t = { count: live.length, build };
+    t = { count: live.length, build, slotOrder: live.every((f) => !ARRAY_INDEX.test(f.key)) };
     templates.set(project, t);
   }
   return t;
 }
 
+/** Keys an object enumerates before its other keys (array indices: canonical integers below 2^32 - 1). */
+const ARRAY_INDEX = /^(?:0|[1-9][0-9]{0,9})$/;
+
 /** Results of the current request in slot order (reused: evaluateFlags is synchronous and not re-entrant). */
 const slotResults: FlagResult[] = [];
+
+/**
+ * The last result whose `flags` object enumerates exactly `slotResults` in order, with no failed
+ * entry (see {@link orderedResultsOf}).
+ */
+let lastOrdered: EvaluationResult | null = null;
+
+/**
+ * The entries of `result.flags` in enumeration order as a reused array, when `result` is the
+ * latest result of {@link evaluateFlags}, answered every live flag of its project, has no failed
+ * entry and its key order is slot order; else null (iterate `result.flags`). Valid only until the
+ * next `evaluateFlags` call: serializers call it right after evaluating, so they need not walk the
+ * object's keys (a megamorphic keyed load per flag). Never write to it.
+ */
+export function orderedResultsOf(result: EvaluationResult): readonly FlagResult[] | null {
+  return result === lastOrdered ? slotResults : null;
+}
 
 function runtimeAllowed(flag: CompiledFlag, runtime: EvaluationRequest['runtime']): boolean {
   if (flag.runtime === 'all' || runtime === 'all') return true;
@@ -144,6 +166,7 @@ function narrowToKeys(project: CompiledProject, selected: Uint8Array, keys: read
  * evaluation time of the whole call (module doc). Never throws for one flag.
  */
 export function evaluateFlags(project: CompiledProject, req: EvaluationRequest, stored: StoredContext, nowMs: number, budget?: EvaluationBudget | null): EvaluationResult {
+  lastOrdered = null;
   beginBudget(budget);
   try {
     return evaluateSelected(project, req, stored, nowMs);
@@ -189,7 +212,12 @@ function evaluateSelected(project: CompiledProject, req: EvaluationRequest, stor
     const flagsObject = template.build!(slots);
     // Do not keep this request's failed (per-request) results alive through the scratch array.
     if (errors) slots.length = 0;
-    return { flags: flagsObject, errorsWhileComputingFlags: errors };
+    const res: EvaluationResult = { flags: flagsObject, errorsWhileComputingFlags: errors };
+    if (!errors && template.slotOrder) {
+      if (slots.length !== n) slots.length = n; // a larger project evaluated before left entries behind
+      lastOrdered = res;
+    }
+    return res;
   }
   return { flags: out, errorsWhileComputingFlags: errors };
 }

@@ -26,7 +26,7 @@
  */
 export { compileProject, type CompileOptions } from './compile.js';
 export type { CompiledProject } from './compiled.js';
-export { evaluateFlags } from './evaluate.js';
+export { evaluateFlags, orderedResultsOf } from './evaluate.js';
 export type { EvaluationBudget } from './budget.js';
 export { flagsNeedingHashKeyOverrides } from './continuity.js';
 export { requestCoversGroup, requestCoversPerson, storedPropertyUse, type StoredPropertyUse } from './stored-use.js';

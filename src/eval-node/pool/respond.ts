@@ -5,7 +5,7 @@
  * (§5.2: "remote-config keys are flattened into the top level"). Shared by the inline path, the
  * pool workers and the quota-limited answer, so every path produces byte-identical bodies.
  */
-import { toDecide, toFlagsV1, toFlagsV2, type EvaluationResult, type FlagResult } from '../../evaluation/index.js';
+import { orderedResultsOf, toDecide, toFlagsV1, toFlagsV2, type EvaluationResult, type FlagResult } from '../../evaluation/index.js';
 import type { ResponseShape } from './job.js';
 
 /** The result of evaluating nothing (disable_flags, quota limited). */
@@ -132,7 +132,15 @@ function cachedMember(key: string, r: FlagResult): CachedMember {
 /** `JSON.stringify(toFlagsV2(result, {requestId, evaluatedAt}))`, from cached fragments. */
 export function flagsV2Json(result: EvaluationResult, requestId: string, evaluatedAt: number): string {
   let flags = '';
-  for (const key in result.flags) {
+  const ordered = orderedResultsOf(result);
+  if (ordered !== null) {
+    // Shared results in key order (no failed entry): r.key is the member's key.
+    for (let i = 0; i < ordered.length; i++) {
+      const r = ordered[i]!;
+      const m = cachedMember(r.key, r).json;
+      flags = i === 0 ? m : flags + ',' + m;
+    }
+  } else for (const key in result.flags) {
     const m = memberJson(key, result.flags[key]!);
     flags = flags === '' ? m : flags + ',' + m;
   }
@@ -172,7 +180,20 @@ export function flagsV2Bytes(result: EvaluationResult, requestId: string, evalua
   buf.set(head, 0);
   let o = head.length;
   let first = true;
-  for (const key in result.flags) {
+  const ordered = orderedResultsOf(result);
+  if (ordered !== null) {
+    // The usual case: every live flag answered, none failed, keys in slot order. Walking the
+    // results array skips the flags object (a megamorphic keyed load per key, cpu profile).
+    for (let i = 0; i < ordered.length; i++) {
+      const r = ordered[i]!;
+      const m = cachedMember(r.key, r).bytes;
+      if (o + m.length + 1 > buf.length) buf = ensure(o, m.length + 1);
+      if (i !== 0) buf[o++] = 0x2c; // ','
+      buf.set(m, o);
+      o += m.length;
+    }
+    first = ordered.length === 0;
+  } else for (const key in result.flags) {
     const r = result.flags[key]!;
     if (r.failed) {
       // Per-request failed entries: serialized directly (rare).

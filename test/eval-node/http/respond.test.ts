@@ -1,7 +1,7 @@
 /** The v2 fast serializer equals JSON.stringify(toFlagsV2(...)) byte for byte. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { compileProject, evaluateFlags, toFlagsV2, type FlagDefinition } from '../../../src/evaluation/index.js';
+import { compileProject, evaluateFlags, orderedResultsOf, serializeFlagsV2, toFlagsV2, type FlagDefinition } from '../../../src/evaluation/index.js';
 import { flagsV2Bytes, flagsV2Json } from '../../../src/eval-node/pool/respond.js';
 
 test('flagsV2Json matches JSON.stringify(toFlagsV2()) for matches, misses, variants, payloads, failures and odd keys', () => {
@@ -42,4 +42,36 @@ test('flagsV2Bytes is the UTF-8 of flagsV2Json, including failed entries, odd ke
   }
   const small = evaluateFlags(compileProject({ flags: flags.slice(0, 3), group_type_mapping: {}, cohorts: {} }), { distinct_id: 'x' }, {}, 0);
   assert.ok(Buffer.from(flagsV2Json(small, 'r', 1)).equals(flagsV2Bytes(small, 'r', 1)));
+});
+
+test('answers without failed entries are serialized from the ordered results, and equal JSON.stringify whatever was evaluated since', () => {
+  const plain = (id: number, key: string, filters: FlagDefinition['filters']): FlagDefinition => ({ id, key, active: true, filters });
+  const mix = (n: number, suffix: string): FlagDefinition[] => Array.from({ length: n }, (_, i) => i % 3 === 0
+    ? plain(i + 1, `mv-${i}${suffix}`, { groups: [{}], multivariate: { variants: [{ key: 'a', rollout_percentage: 50 }, { key: 'b"é', rollout_percentage: 50 }] }, payloads: { a: '{"p":1}' } })
+    : plain(i + 1, `r-${i}${suffix}`, { groups: [{ properties: i % 3 === 1 ? [{ key: 'plan', type: 'person', operator: 'exact', value: ['pro'] }] : [], rollout_percentage: 40 }] }));
+  const big = compileProject({ flags: mix(30, '-big'), group_type_mapping: {}, cohorts: {} });
+  const small = compileProject({ flags: mix(7, ''), group_type_mapping: {}, cohorts: {} });
+  // Integer-like keys are enumerated first, ahead of slot order: those answers take the object walk.
+  const numeric = compileProject({ flags: [...mix(4, ''), plain(50, '12', { groups: [{}] }), plain(51, '3', { groups: [{ rollout_percentage: 50 }] })], group_type_mapping: {}, cohorts: {} });
+  const check = (result: ReturnType<typeof evaluateFlags>, n: number) => {
+    const expected = JSON.stringify(toFlagsV2(result, { requestId: `q${n}`, evaluatedAt: n }));
+    assert.equal(flagsV2Json(result, `q${n}`, n), expected);
+    assert.ok(Buffer.from(expected).equals(flagsV2Bytes(result, `q${n}`, n)));
+    assert.equal(serializeFlagsV2(result, { requestId: `q${n}`, evaluatedAt: n }), expected);
+  };
+  let orderedSeen = 0;
+  for (let n = 0; n < 60; n++) {
+    const req = { distinct_id: `user-${n}`, person_properties: { plan: n % 2 ? 'pro' : 'free' } };
+    const a = evaluateFlags(big, req, {}, 0);
+    const b = evaluateFlags(small, req, {}, 0); // smaller after larger: the reused array must not carry big's tail
+    if (orderedResultsOf(b) !== null) orderedSeen++;
+    assert.equal(orderedResultsOf(a), null, 'only the latest result is ordered');
+    check(b, n);
+    check(a, n); // an earlier result: serialized by walking its object
+    const c = evaluateFlags(numeric, req, {}, 0);
+    assert.equal(orderedResultsOf(c), null);
+    assert.deepEqual(Object.keys(c.flags).slice(0, 2), ['3', '12']);
+    check(c, n);
+  }
+  assert.equal(orderedSeen, 60);
 });
