@@ -5,7 +5,10 @@
  *
  * - the accept rate (events/s answered 200), the ingestion rate (every person in Postgres) and the
  *   end-to-end rate (persons on the node, from the first request to the node's revision reaching
- *   the change log's head after ingestion);
+ *   the change log's head after ingestion), beside the floor below (ratio);
+ * - then as many plain events (a `$pageview` of each person, no person change): their accept rate,
+ *   their end-to-end rate (every one in Postgres) and CPU per event, beside their own floor (the
+ *   COPY floor's events and event-times rows alone, no LMDB put: nodes get nothing);
  * - the node's RSS, anonymous and file-backed resident memory after the load and after a restart
  *   of the same node (within 1.3×), its LMDB file and map size;
  * - how long a fresh node takes to become ready from a (paged) snapshot, with the CPU of the node
@@ -25,7 +28,9 @@
  * bounded: every wait gives up after BENCH_TIMEOUT_S (600).
  *
  * Current figures beside their same-run floors: docs/benchmarks.md (history in git).
- * Knobs (env): BENCH_PERSONS, BENCH_SNAPSHOT_IMAGE=0 (no image: the fresh node takes the Watch
+ * Knobs (env): BENCH_PERSONS, BENCH_LOAD_ONLY=1 (the two loads and the floors only: no memory,
+ * restart, fresh node or /flags figures), BENCH_NODE_ARGS (extra flags of the loaded node, e.g.
+ * `--cpu-prof`), BENCH_SNAPSHOT_IMAGE=0 (no image: the fresh node takes the Watch
  * snapshot), BENCH_MEMORY_METRICS=1, BENCH_HEAP_SNAPSHOT=1, BENCH_NODE_LOG_LEVEL (nodes' logs to
  * stderr), BENCH_FRESH_NODE_ARGS, BENCH_TIMEOUT_S, and bench/load.ts's.
  */
@@ -59,11 +64,14 @@ const CLI = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'src',
 
 function seconds(fromMs: number): number { return (performance.now() - fromMs) / 1000; }
 
-async function until(what: string, check: () => Promise<boolean>): Promise<void> {
+/** Poll interval of the waits that count rows (each count costs Postgres a scan). */
+const COUNT_POLL_MS = 250;
+
+async function until(what: string, check: () => Promise<boolean>, pollMs = 100): Promise<void> {
   const end = Date.now() + TIMEOUT_MS;
   while (!(await check().catch(() => false))) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, pollMs));
   }
 }
 
@@ -150,7 +158,7 @@ async function main(): Promise<void> {
     await until('every person in Postgres', async () => {
       const [r] = await cp.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM persons`;
       return r!.n >= PERSONS;
-    });
+    }, COUNT_POLL_MS);
     const ingestedS = seconds(t0);
     const [head] = await cp.sql<{ r: number }[]>`SELECT max(revision)::bigint AS r FROM change_log`;
     await until('the node at the head revision', async () => (await revisionOf(node.url)) >= Number(head!.r));
@@ -160,14 +168,19 @@ async function main(): Promise<void> {
     // Plain events (no person change): a `$pageview` of every loaded person, until all are in
     // Postgres (nothing reaches the nodes). Their floor: the COPY floor's events and event-times rows.
     process.stderr.write(`sending ${PERSONS.toLocaleString()} plain events…\n`);
+    // uuidv7 orders by millisecond only: every plain event's uuid is drawn a millisecond or more
+    // after this one, so it sorts after it.
+    const firstPlain = uuidv7();
+    await new Promise((r) => setTimeout(r, 5));
     const plainCpu0 = { own: process.cpuUsage(), node: processCpuUs(node.child.pid!), postgres: postgresCpuUs() };
     const t2 = performance.now();
     await send((i) => ({ uuid: uuidv7(), event: '$pageview', distinct_id: `person-${i}`, properties: { $current_url: `https://example.com/p/${i % 100}` } }));
     const plainAcceptS = seconds(t2);
     await until('every plain event in Postgres', async () => {
-      const [r] = await cp.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM events WHERE event = '$pageview'`;
+      // The events after the first plain one (uuidv7: time-ordered), through the events key.
+      const [r] = await cp.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM events WHERE project_id = ${cp.bootstrap.projectId} AND uuid >= ${firstPlain}::uuid`;
       return r!.n >= PERSONS;
-    });
+    }, COUNT_POLL_MS);
     const plainS = seconds(t2);
     const plainOwn = process.cpuUsage(plainCpu0.own);
     const plainCpu = { own: (plainOwn.user + plainOwn.system) / PERSONS, node: (processCpuUs(node.child.pid!) - plainCpu0.node) / PERSONS, postgres: (postgresCpuUs() - plainCpu0.postgres) / PERSONS };
