@@ -6,7 +6,7 @@
  * - the accept rate (events/s answered 200), the ingestion rate (every person in Postgres) and the
  *   end-to-end rate (persons on the node, from the first request to the node's revision reaching
  *   the change log's head after ingestion), beside the floor below (ratio);
- * - then as many plain events (a `$pageview` of each person, no person change): their accept rate,
+ * - last, as many plain events (a `$pageview` of each person, no person change): their accept rate,
  *   their end-to-end rate (every one in Postgres) and CPU per event, beside their own floor (the
  *   COPY floor's events and event-times rows alone, no LMDB put: nodes get nothing);
  * - the node's RSS, anonymous and file-backed resident memory after the load and after a restart
@@ -165,25 +165,6 @@ async function main(): Promise<void> {
     const endToEndS = seconds(t0);
     const ownCpu = process.cpuUsage(cpu0.own);
     const loadCpu = { own: (ownCpu.user + ownCpu.system) / PERSONS, node: (processCpuUs(node.child.pid!) - cpu0.node) / PERSONS, postgres: (postgresCpuUs() - cpu0.postgres) / PERSONS };
-    // Plain events (no person change): a `$pageview` of every loaded person, until all are in
-    // Postgres (nothing reaches the nodes). Their floor: the COPY floor's events and event-times rows.
-    process.stderr.write(`sending ${PERSONS.toLocaleString()} plain events…\n`);
-    // uuidv7 orders by millisecond only: every plain event's uuid is drawn a millisecond or more
-    // after this one, so it sorts after it.
-    const firstPlain = uuidv7();
-    await new Promise((r) => setTimeout(r, 5));
-    const plainCpu0 = { own: process.cpuUsage(), node: processCpuUs(node.child.pid!), postgres: postgresCpuUs() };
-    const t2 = performance.now();
-    await send((i) => ({ uuid: uuidv7(), event: '$pageview', distinct_id: `person-${i}`, properties: { $current_url: `https://example.com/p/${i % 100}` } }));
-    const plainAcceptS = seconds(t2);
-    await until('every plain event in Postgres', async () => {
-      // The events after the first plain one (uuidv7: time-ordered), through the events key.
-      const [r] = await cp.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM events WHERE project_id = ${cp.bootstrap.projectId} AND uuid >= ${firstPlain}::uuid`;
-      return r!.n >= PERSONS;
-    }, COUNT_POLL_MS);
-    const plainS = seconds(t2);
-    const plainOwn = process.cpuUsage(plainCpu0.own);
-    const plainCpu = { own: (plainOwn.user + plainOwn.system) / PERSONS, node: (processCpuUs(node.child.pid!) - plainCpu0.node) / PERSONS, postgres: (postgresCpuUs() - plainCpu0.postgres) / PERSONS };
     const projectId = cp.bootstrap.projectId;
     const extra: string[] = [];
     if (!LOAD_ONLY) {
@@ -285,6 +266,26 @@ async function main(): Promise<void> {
         ...flagsRuns.map((f) => `| /flags?v=2, ${f.flags.toLocaleString()} flags, stored random persons (${CONNECTIONS} connections, ${DURATION_S} s) | ${Math.round(f.rps).toLocaleString()} req/s, p99 ${f.p99} ms, ${(f.bytes / 1024).toFixed(0)} KB answers${f.non2xx > 0 ? `, ${f.non2xx} failed` : ''} |`),
       );
     }
+    // Plain events (no person change): a `$pageview` of every loaded person, until all are in
+    // Postgres (nothing reaches the nodes), after the figures above so that they measure the
+    // persons' load alone. Their floor: the COPY floor's events and event-times rows.
+    process.stderr.write(`sending ${PERSONS.toLocaleString()} plain events…\n`);
+    // uuidv7 orders by millisecond only: every plain event's uuid is drawn a millisecond or more
+    // after this one, so it sorts after it.
+    const firstPlain = uuidv7();
+    await new Promise((r) => setTimeout(r, 5));
+    const plainCpu0 = { own: process.cpuUsage(), node: processCpuUs(node.child.pid!), postgres: postgresCpuUs() };
+    const t2 = performance.now();
+    await send((i) => ({ uuid: uuidv7(), event: '$pageview', distinct_id: `person-${i}`, properties: { $current_url: `https://example.com/p/${i % 100}` } }));
+    const plainAcceptS = seconds(t2);
+    await until('every plain event in Postgres', async () => {
+      // The events after the first plain one (uuidv7: time-ordered), through the events key.
+      const [r] = await cp.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM events WHERE project_id = ${cp.bootstrap.projectId} AND uuid >= ${firstPlain}::uuid`;
+      return r!.n >= PERSONS;
+    }, COUNT_POLL_MS);
+    const plainS = seconds(t2);
+    const plainOwn = process.cpuUsage(plainCpu0.own);
+    const plainCpu = { own: (plainOwn.user + plainOwn.system) / PERSONS, node: (processCpuUs(node.child.pid!) - plainCpu0.node) / PERSONS, postgres: (postgresCpuUs() - plainCpu0.postgres) / PERSONS };
     // The floor (bench/person-floor.ts): the least CPU a person change can cost here.
     const floorN = Math.min(PERSONS, 100_000);
     const pgFloor = postmaster === null ? null : await postgresWriteFloor(cp.sql, projectId, floorN, postgresCpuUs);
