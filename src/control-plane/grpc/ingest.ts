@@ -3,7 +3,11 @@
  * IngestAck)`): a node streams batches from its capture outbox; each batch (`events` = msgpack
  * array of CapturedEvent, contract/events.ts) is ingested in one transaction and acknowledged
  * with `IngestAck{batch_id}` only after that transaction has committed. Batches of one call
- * are processed one at a time, in order (stream backpressure holds the rest).
+ * are ingested one at a time, in the order received, and acknowledged in that order; a node may
+ * send several before the first ack (eval-node/capture/shipper.ts). Up to {@link MAX_QUEUED}
+ * received batches are decoded while an earlier one is in its transaction (the decoding overlaps
+ * Postgres' work); beyond that the stream is paused (backpressure). After a failure no later
+ * batch of the call is ingested, so what a call commits is always a prefix of what it sent.
  *
  * Failure answers (the call ends; the node keeps the batch and retries later):
  * - wrong or missing cluster token → UNAUTHENTICATED before any batch is read;
@@ -27,6 +31,9 @@ import { deadLetterOf, writeDeadLetters, type DeadLetter } from '../ingestion/de
 import { splitMsgpackArray } from '../../contract/msgpack-depth.js';
 import { unpackTrusted } from '../../contract/payload.js';
 import { MAX_PAYLOAD_DEPTH } from '../../limits.js';
+
+/** Received batches held (decoded) before the stream is paused. */
+export const MAX_QUEUED = 2;
 
 /** `IngestBatch` as @grpc/proto-loader decodes it (keepCase, bytes → Buffer). */
 export interface IngestBatchMessage { batch_id: string; events: Buffer | Uint8Array }
@@ -77,7 +84,7 @@ export function createIngestHandler(deps: IngestHandlerDeps): (call: IngestCall)
     // Event-driven rather than `for await`: a Duplex's async iterator waits for 'close', which
     // grpc-js emits only after the response side ends, so it would never see the client's
     // half-close. The stream is paused while a batch is ingested (backpressure, strict order).
-    const queue: IngestBatchMessage[] = [];
+    const queue: { batch: IngestBatchMessage; decoded: ReturnType<typeof decodeBatch> }[] = [];
     let busy = false;
     let inputEnded = false;
     let failed = false;
@@ -91,8 +98,8 @@ export function createIngestHandler(deps: IngestHandlerDeps): (call: IngestCall)
       busy = true;
       try {
         while (!failed && !call.cancelled && queue.length > 0) {
-          const batch = queue.shift()!;
-          const decoded = batch.events.length === 0 ? { events: [], dead: [] } : decodeBatch(batch.events);
+          const { batch, decoded } = queue.shift()!;
+          if (queue.length < MAX_QUEUED) call.resume();
           if (decoded === null) {
             log.warn({ batch_id: batch.batch_id }, 'ingest batch is not a msgpack array; dead-lettered');
             try {
@@ -131,8 +138,8 @@ export function createIngestHandler(deps: IngestHandlerDeps): (call: IngestCall)
     };
     call.on('data', (batch: IngestBatchMessage) => {
       if (failed) return;
-      queue.push(batch);
-      call.pause();
+      queue.push({ batch, decoded: batch.events.length === 0 ? { events: [], dead: [] } : decodeBatch(batch.events) });
+      if (queue.length >= MAX_QUEUED) call.pause();
       void pump();
     });
     call.on('end', () => {

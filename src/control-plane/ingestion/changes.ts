@@ -14,7 +14,7 @@ import type { Tx } from '../db/connect.js';
 import { appendChanges, type ChangeInput } from '../change-log/store.js';
 import {
   groupEntityId, groupTypeMappingId, hashKeyOverrideEntityId, personEntity,
-  type GroupEntity, type GroupTypeMappingEntity, type HashKeyOverrideEntity,
+  type GroupEntity, type GroupTypeMappingEntity, type HashKeyOverrideEntity, type PersonEntity,
 } from '../../contract/entities.js';
 
 /** Pending changes of one transaction. */
@@ -28,12 +28,35 @@ export class ChangeSet {
   private readonly groups = new Map<string, GroupEntity>();
   private readonly mappings = new Map<string, GroupTypeMappingEntity>();
 
+  /**
+   * Final states of changed persons the writer knows in full (persons it created in this
+   * transaction, with every distinct id and no cohort), by persons.id: their entries are built
+   * from these instead of read back from Postgres at {@link flush}.
+   */
+  private readonly knownPersons = new Map<number, PersonEntity>();
+
   /** A person (by persons.id) changed. */
   personChanged(id: number): void { this.persons.add(id); }
+
+  /**
+   * A person (by persons.id) changed and `entity` is its whole final state (see knownPersons);
+   * a later {@link personChanged} without a state, or {@link forgetKnownPersons}, drops it again.
+   */
+  personState(id: number, entity: PersonEntity): void {
+    this.persons.add(id);
+    this.knownPersons.set(id, entity);
+  }
+
+  /** The state given for person `id` is no longer its final one: it is read back at flush. */
+  forgetPersonState(id: number): void { this.knownPersons.delete(id); }
+
+  /** Every state given is dropped (e.g. after a merge rewrote rows in SQL). */
+  forgetKnownPersons(): void { this.knownPersons.clear(); }
 
   /** A person was merged into another and deleted. */
   personDeleted(id: number, uuid: string, projectId: number): void {
     this.persons.delete(id);
+    this.knownPersons.delete(id);
     this.deletedPersons.set(uuid, projectId);
   }
 
@@ -86,15 +109,19 @@ export class ChangeSet {
       out.push({ projectId, kind: 'hash_key_override', entityId: id, op: 'delete', payload: null });
     }
     if (this.persons.size > 0) {
-      const rows = await tx<{ uuid: string; project_id: number; properties: Record<string, unknown>; distinct_ids: string[]; cohort_ids: string[] }[]>`
-        SELECT p.uuid, p.project_id, p.properties,
+      const unknown = [...this.persons].filter((id) => !this.knownPersons.has(id));
+      const rows = unknown.length === 0 ? [] : await tx<{ id: number; uuid: string; project_id: number; properties: Record<string, unknown>; distinct_ids: string[]; cohort_ids: string[] }[]>`
+        SELECT p.id, p.uuid, p.project_id, p.properties,
           ARRAY(SELECT cp.cohort_id FROM cohort_people cp WHERE cp.person_id = p.id ORDER BY cp.cohort_id) AS cohort_ids,
           coalesce(array_agg(d.distinct_id) FILTER (WHERE d.distinct_id IS NOT NULL), '{}') AS distinct_ids
         FROM persons p LEFT JOIN person_distinct_ids d ON d.person_id = p.id
-        WHERE p.id = ANY(${[...this.persons]}::bigint[])
-        GROUP BY p.id ORDER BY p.id`;
-      for (const r of rows) {
-        out.push({ projectId: r.project_id, kind: 'person', entityId: r.uuid, op: 'upsert', payload: personEntity(r, r.distinct_ids) });
+        WHERE p.id = ANY(${unknown}::bigint[])
+        GROUP BY p.id`;
+      const states: [number, PersonEntity][] = [...this.knownPersons].filter(([id]) => this.persons.has(id));
+      for (const r of rows) states.push([Number(r.id), personEntity(r, r.distinct_ids)]);
+      states.sort((a, b) => a[0] - b[0]);
+      for (const [, e] of states) {
+        out.push({ projectId: e.project_id, kind: 'person', entityId: e.id, op: 'upsert', payload: e });
       }
     }
     for (const [id, o] of this.overrideUpserts) {

@@ -35,11 +35,12 @@ export const FOLDED_ROWS = (source: string) => `
 
 /**
  * `WITH ins AS (<insert>) …` that also folds the rows `insert` inserted into `person_event_times`
- * and selects `insert`'s returned rows. `insert` must be an `INSERT INTO events … RETURNING
- * project_id, event, person_id, timestamp` (further columns are passed through).
+ * and selects how many rows `insert` inserted (one row, `inserted`): the rows themselves stay in
+ * Postgres (sending and parsing them back cost the control plane more than the count it needs).
+ * `insert` must be an `INSERT INTO events … RETURNING project_id, event, person_id, timestamp`.
  * Rows of one statement never meet twice in the upsert: they are grouped per key first.
  */
-export function insertFoldingTimes(tx: Tx, insert: PendingQuery<any>): PendingQuery<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+export function insertFoldingTimes(tx: Tx, insert: PendingQuery<any>): PendingQuery<{ inserted: number }[]> { // eslint-disable-line @typescript-eslint/no-explicit-any
   return tx`WITH ins AS (${insert}),
     folded AS (
       INSERT INTO person_event_times AS p (project_id, event, month, person_id, n, first_ts, last_ts, times)
@@ -51,5 +52,5 @@ export function insertFoldingTimes(tx: Tx, insert: PendingQuery<any>): PendingQu
         times = CASE WHEN p.n + EXCLUDED.n > ${MAX_KEPT_TIMES} THEN NULL
           WHEN EXCLUDED.first_ts >= p.last_ts THEN p.times || EXCLUDED.times
           ELSE ARRAY(SELECT t FROM unnest(p.times || EXCLUDED.times) t ORDER BY t) END)
-    SELECT * FROM ins`;
+    SELECT count(*)::int AS inserted FROM ins`;
 }

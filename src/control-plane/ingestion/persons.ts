@@ -25,6 +25,7 @@ import type { ChangeSet } from './changes.js';
 import { moveHashKeyOverrides } from './hash-key-overrides.js';
 import { applyPropertyUpdates, withinPropertiesBound, type RefusedUpdates } from './properties.js';
 import type { IngestEvent, Properties } from '../../contract/events.js';
+import { personEntity } from '../../contract/entities.js';
 
 /** A person as the batch holds it; `id` is null until a new person is flushed. */
 interface PersonState {
@@ -34,6 +35,8 @@ interface PersonState {
   properties: Properties;
   isIdentified: boolean;
   createdAt: Date;
+  /** Every distinct id of a person created by this batch (null for one loaded from Postgres). */
+  distinctIds: string[] | null;
 }
 
 /** Distinct ids PostHog never merges on, compared case-insensitively (`isDistinctIdIllegal`). */
@@ -68,6 +71,8 @@ export class PersonBatch {
   private readonly pendingIds = new Map<string, { projectId: number; distinctId: string; person: PersonState }>();
   /** Persons created or changed since the last flush. */
   private readonly touched = new Set<PersonState>();
+  /** True once a merge ran: from then on every changed person is read back at the end. */
+  private merged = false;
 
   constructor(private readonly tx: Tx, private readonly changes: ChangeSet, private readonly refused: RefusedUpdates = { count: 0 }) {}
 
@@ -100,7 +105,7 @@ export class PersonBatch {
     for (const r of rows) {
       let s = byId.get(r.id);
       if (!s) {
-        s = { id: r.id, uuid: r.uuid, projectId: r.project_id, properties: r.properties, isIdentified: r.is_identified, createdAt: r.created_at };
+        s = { id: r.id, uuid: r.uuid, projectId: r.project_id, properties: r.properties, isIdentified: r.is_identified, createdAt: r.created_at, distinctIds: null };
         byId.set(r.id, s);
       }
       this.byDistinctId.set(key(r.project_id, r.distinct_id), s);
@@ -115,13 +120,13 @@ export class PersonBatch {
       SELECT p.id, p.uuid, p.properties, p.is_identified, p.created_at
       FROM person_distinct_ids d JOIN persons p ON p.id = d.person_id
       WHERE d.project_id = ${projectId} AND d.distinct_id = ${distinctId}`;
-    const s = r ? { id: r.id, uuid: r.uuid, projectId, properties: r.properties, isIdentified: r.is_identified, createdAt: r.created_at } : null;
+    const s = r ? { id: r.id, uuid: r.uuid, projectId, properties: r.properties, isIdentified: r.is_identified, createdAt: r.created_at, distinctIds: null } : null;
     this.byDistinctId.set(k, s);
     return s;
   }
 
   private create(projectId: number, distinctIds: string[], properties: Properties, isIdentified: boolean, createdAt: Date): PersonState {
-    const s: PersonState = { id: null, uuid: crypto.randomUUID(), projectId, properties, isIdentified, createdAt };
+    const s: PersonState = { id: null, uuid: crypto.randomUUID(), projectId, properties, isIdentified, createdAt, distinctIds: [] };
     for (const d of distinctIds) this.point(projectId, d, s);
     this.touched.add(s);
     return s;
@@ -131,6 +136,7 @@ export class PersonBatch {
     const k = key(projectId, distinctId);
     this.byDistinctId.set(k, s);
     this.pendingIds.set(k, { projectId, distinctId, person: s });
+    if (s.distinctIds && !s.distinctIds.includes(distinctId)) s.distinctIds.push(distinctId);
   }
 
   /**
@@ -160,6 +166,9 @@ export class PersonBatch {
   /** Merges `other` into `into` in SQL (after a flush, so both rows exist); `other` is deleted. */
   private async merge(other: PersonState, into: PersonState): Promise<void> {
     await this.flush();
+    // Rows move in SQL from here on: the batch no longer knows any person's whole state.
+    this.changes.forgetKnownPersons();
+    this.merged = true;
     const tx = this.tx;
     const from = { id: other.id!, uuid: other.uuid };
     const to = { id: into.id!, uuid: into.uuid };
@@ -243,7 +252,16 @@ export class PersonBatch {
         ON CONFLICT (project_id, distinct_id) DO UPDATE SET person_id = EXCLUDED.person_id`;
       for (const x of pending) this.changes.personChanged(x.person.id!);
     }
-    for (const s of this.touched) this.changes.personChanged(s.id!);
+    for (const s of this.touched) {
+      // A person this batch created is known whole (no other distinct id, no cohort row can
+      // name it before commit): its change-log entry is built from memory, not read back.
+      if (created.has(s) && s.distinctIds !== null && !this.merged) {
+        this.changes.personState(s.id!, personEntity({ uuid: s.uuid, project_id: s.projectId, properties: s.properties }, s.distinctIds));
+      } else {
+        this.changes.personChanged(s.id!);
+        this.changes.forgetPersonState(s.id!);
+      }
+    }
     this.touched.clear();
     this.pendingIds.clear();
   }

@@ -193,13 +193,13 @@ async function ingestValid(tx: Tx, validIn: IngestEvent[], recordsIn: HashKeyOve
         p: e.projectId, u: e.uuid, e: e.event, d: e.distinctId, pid: personIds[i], props: e.properties, t: e.timestamp.toISOString(),
       })));
       // The inserted events are folded into the per-person event times in the same statement.
-      const rows = await insertFoldingTimes(tx, tx`
+      const [folded] = await insertFoldingTimes(tx, tx`
         INSERT INTO events (project_id, uuid, event, distinct_id, person_id, properties, timestamp)
         SELECT p, u, e, d, pid, props, t
         FROM json_to_recordset(${eventRows}::text::json) AS v(p bigint, u uuid, e text, d text, pid uuid, props jsonb, t timestamptz)
         ON CONFLICT (project_id, uuid, timestamp) DO NOTHING
         RETURNING project_id, event, person_id, timestamp`);
-      inserted = rows.length;
+      inserted = folded!.inserted;
       await recordEventDefinitions(tx, fresh);
       await recordFlagUsage(tx, fresh);
       await recordExposures(tx, fresh, personIds);

@@ -65,6 +65,8 @@ export function shedRetryAfter(fill: number, u: number): number | null {
 
 /** One stored entry as handed to the shipper. */
 export interface OutboxEntry { key: number; events: CapturedEvent[]; bytes: number }
+/** An outbox entry as stored: `packed` is the msgpack array of its events ({@link Outbox.pack}). */
+export interface PackedOutboxEntry { key: number; packed: Buffer; bytes: number }
 
 /** Plain msgpack (no records), the same bytes any decoder reads. */
 const packr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true });
@@ -158,18 +160,31 @@ export class Outbox {
 
   /** The oldest entries, up to `maxEntries` and (after the first) `maxBytes` of payload. */
   peek(maxEntries: number, maxBytes = Number.POSITIVE_INFINITY): OutboxEntry[] {
-    const out: OutboxEntry[] = [];
+    return this.peekPacked(maxEntries, maxBytes).map((e) => ({ key: e.key, events: packr.unpack(e.packed) as CapturedEvent[], bytes: e.bytes }));
+  }
+
+  /**
+   * {@link peek} without decoding: each entry's stored msgpack (a copy), oldest first, from the
+   * first key above `after` (every key when omitted). The shipper splices these into a batch.
+   */
+  peekPacked(maxEntries: number, maxBytes = Number.POSITIVE_INFINITY, after?: number): PackedOutboxEntry[] {
+    const out: PackedOutboxEntry[] = [];
     let total = 0;
-    for (const { key, value } of this.db.getRange({ limit: maxEntries })) {
+    for (const { key, value } of this.db.getRange({ limit: maxEntries, ...(after === undefined ? {} : { start: after + 1 }) })) {
       if (out.length > 0 && total + value.length > maxBytes) break;
       total += value.length;
-      out.push({ key, events: packr.unpack(value) as CapturedEvent[], bytes: value.length });
+      out.push({ key, packed: Buffer.from(value), bytes: value.length });
     }
     return out;
   }
 
+  /** Unpacks an entry's stored form ({@link peekPacked}) into its events. */
+  static unpack(packed: Uint8Array): CapturedEvent[] {
+    return packr.unpack(packed) as CapturedEvent[];
+  }
+
   /** Deletes acknowledged entries in one transaction. */
-  async remove(entries: readonly OutboxEntry[]): Promise<void> {
+  async remove(entries: readonly { key: number; bytes: number }[]): Promise<void> {
     if (entries.length === 0) return;
     await this.db.transaction(() => {
       for (const e of entries) this.db.remove(e.key);

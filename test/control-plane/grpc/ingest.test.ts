@@ -115,6 +115,22 @@ test('a failed ingestion is not acknowledged and ends the call UNAVAILABLE', asy
   const { acks, status } = await run(client, md(), ['f1', 'f2', 'f3'].map((id) => ({ batch_id: id, events: pack([event(id)]) })));
   assert.deepEqual(acks, ['f1']);
   assert.equal(status.code, grpc.status.UNAVAILABLE);
+  assert.equal(calls, 2, 'no batch after the failed one is ingested, though it was received');
+  const [{ n }] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM events WHERE distinct_id = 'f3'`;
+  assert.equal(n, 0);
+  close();
+});
+
+test('batches sent before any ack are ingested in the order sent: the last $set of a distinct id wins', async () => {
+  const { client, close } = await serve();
+  const batches = ['v1', 'v2', 'v3', 'v4'].map((v) => ({ batch_id: `o-${v}`,
+    events: pack([{ ...event('ordered-user'), properties: { $set: { plan: v } } }, event(`ordered-other-${v}`)]) }));
+  const { acks, status } = await run(client, md(), batches);
+  assert.deepEqual(acks, ['o-v1', 'o-v2', 'o-v3', 'o-v4']);
+  assert.equal(status.code, grpc.status.OK);
+  const [p] = await db.sql<{ properties: Record<string, unknown> }[]>`SELECT p.properties FROM persons p
+    JOIN person_distinct_ids d ON d.person_id = p.id WHERE d.distinct_id = 'ordered-user'`;
+  assert.equal(p!.properties.plan, 'v4');
   close();
 });
 
