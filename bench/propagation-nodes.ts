@@ -31,6 +31,13 @@ export interface NodesPropagation { samples: number[]; patchMs: number[]; flagsM
  */
 const IO_THREADS = Number(process.env.BENCH_NODE_IO_THREADS ?? 1);
 
+/**
+ * Pause between two polls of one node, in ms (BENCH_POLL_PAUSE_MS, default 1): polling back to
+ * back, three pollers kept both cores busy answering them and slowed the very change they waited
+ * for; the pause bounds what a sample can overstate by.
+ */
+const POLL_PAUSE_MS = Number(process.env.BENCH_POLL_PAUSE_MS ?? 1);
+
 /** dist/src/cli.js (this file is dist/bench/propagation-nodes.js). */
 const cli = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'src', 'cli.js');
 
@@ -115,6 +122,7 @@ export async function measureNodesPropagation(databaseUrl: string, nodes: number
       const t0 = performance.now();
       while ((await servedVersion(url)) !== version) {
         if (performance.now() - t0 > timeoutMs) throw new Error(`node ${url} did not serve version ${version}`);
+        if (POLL_PAUSE_MS > 0) await new Promise((r) => setTimeout(r, POLL_PAUSE_MS));
       }
     }));
     await serving(created.version);
