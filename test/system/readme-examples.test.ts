@@ -105,7 +105,13 @@ test('README and docs/api.md examples run as written against a real stack', { ti
     const nodeOut = await sh(blockWith(api, 'export FLAGS='));
     assert.ok(nodeOut.includes('"pricing-test"') && nodeOut.includes('switchyard_'), 'the node block: /flags, the feed, capture, probes');
 
-    // Remote config, an extension script, and F10.
+    // Remote config, an extension script, and F10. The block reads the node's remote config right
+    // after its PATCH, faster than any reader types: the same PATCH is made and awaited on the
+    // node first, so what the block prints does not depend on that race (its own PATCH repeats it).
+    const patched = await t.request('PATCH', `/api/projects/${t.projectId}/`, { body: { heatmaps_opt_in: true } });
+    assert.equal(patched.status, 200, patched.text);
+    await waitFor('the node serves heatmaps in the remote config', async () =>
+      (await fetch(`${node.http.url}/array/${t.projectKey}/config`).then((r) => r.text())).includes('"heatmaps":true'), { timeoutMs: 20_000, intervalMs: 50 });
     const remoteOut = await sh(blockWith(api, '"key": "my-config"'));
     assert.ok(remoteOut.includes('200 application/javascript; charset=utf-8\n'), 'surveys.js from the node');
     assert.ok(remoteOut.includes('"heatmaps":true'), 'the remote config follows heatmaps_opt_in');
