@@ -24,7 +24,8 @@ import { startHttpServer, type RunningHttp } from './http/server.js';
 import { allRoutes } from './http/app.js';
 import { startGrpcServer, type GrpcServer } from './grpc/server.js';
 import { refreshAllQuotas } from './quota/service.js';
-import { TimeseriesQueue } from './experiments/timeseries/queue.js';
+import { JobQueue } from './jobs/queue.js';
+import { timeseriesWorker } from './experiments/timeseries/queue.js';
 import { scheduledChangesWorker } from './scheduled-changes/queue.js';
 import { dropExpiredEventPartitions } from './ingestion/event-partitions.js';
 import { ScanPool, registerScanPool } from './scan-pool/index.js';
@@ -68,7 +69,7 @@ export async function startControlPlane(config: Config, log: Logger, databaseUrl
     const applied = await migrate(sql);
     if (applied.length > 0) log.info({ migrations: applied }, 'applied migrations');
     const boot = await bootstrap(sql, config);
-    const jobs = new TimeseriesQueue(databaseUrl, sql, log.child({ component: 'jobs' }), config.timeseriesWorker, [scheduledChangesWorker(sql)]);
+    const jobs = new JobQueue(databaseUrl, sql, log.child({ component: 'jobs' }), [timeseriesWorker(sql, config.timeseriesWorker), scheduledChangesWorker(sql)]);
     started.push(jobs);
     await jobs.resume();
     const scans = new ScanPool({

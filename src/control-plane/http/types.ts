@@ -7,7 +7,7 @@ import type { Sql } from '../db/connect.js';
 import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { ProjectSettings } from '../../contract/entities.js';
-import type { TimeseriesQueue } from '../experiments/timeseries/queue.js';
+import type { JobQueue } from '../jobs/queue.js';
 
 /** The authenticated personal API key behind a request. */
 export interface AuthContext {
@@ -115,5 +115,5 @@ export interface Deps {
   config: Config;
   log: Logger;
   /** The experiment timeseries job queue (absent where no job queue runs: E8 answers 503). */
-  jobs?: TimeseriesQueue;
+  jobs?: JobQueue;
 }

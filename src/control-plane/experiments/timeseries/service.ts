@@ -18,7 +18,8 @@ import type { Sql } from '../../db/connect.js';
 import { errors } from '../../../errors.js';
 import * as store from '../store.js';
 import { validateMetric } from '../metrics.js';
-import type { TimeseriesQueue } from './queue.js';
+import type { JobQueue } from '../../jobs/queue.js';
+import { enqueueRecalculation } from './queue.js';
 
 type Obj = JsonObject;
 
@@ -30,7 +31,7 @@ function requestBody(r: RequestRow): Obj {
 
 /** Timeseries operations of one project. */
 export class TimeseriesService {
-  constructor(private readonly sql: Sql, private readonly queue: TimeseriesQueue | undefined) {}
+  constructor(private readonly sql: Sql, private readonly queue: JobQueue | undefined) {}
 
   /** E8. @throws ApiError 404, 400; 503 when this control plane runs no job queue. */
   async recalculate(projectId: number, experimentId: number, body: unknown): Promise<{ status: number; body: Obj }> {
@@ -57,7 +58,7 @@ export class TimeseriesService {
         RETURNING id, experiment_id::int AS experiment_id, metric_uuid, fingerprint, status, created_at`;
       return { created: true, row: row! };
     }) as { created: boolean; row: RequestRow };
-    if (outcome.created) await this.queue.enqueue(outcome.row.id);
+    if (outcome.created) await enqueueRecalculation(this.queue, outcome.row.id);
     return { status: outcome.created ? 201 : 200, body: requestBody(outcome.row) };
   }
 
