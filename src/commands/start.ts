@@ -32,6 +32,9 @@ import { printStartSummary } from './print-bootstrap.js';
 import { CONSOLE_DIR } from '../control-plane/http/console.js';
 import { drainPlan, onShutdown, shutdownSignal } from './shutdown.js';
 
+/** How long the start's summary waits for log lines still on their way from worker threads, in ms. */
+const START_LOGS_SETTLE_MS = 100;
+
 /** The argument that makes `start` the services child. */
 export const SERVICES_ARG = '--services';
 
@@ -115,6 +118,9 @@ async function runServices(): Promise<number> {
     throw e;
   }
   const consoleBuilt = fs.existsSync(path.join(CONSOLE_DIR, 'app.js'));
+  // IO threads' log lines reach stdout through the main thread's event loop, after it moved on:
+  // let those written during the start arrive first, so the summary ends the start's output.
+  await new Promise((r) => setTimeout(r, START_LOGS_SETTLE_MS));
   printStartSummary(cp.bootstrap, {
     apiUrl: cp.http.url, consoleUrl: consoleBuilt ? `${cp.http.url}/` : null, flagsUrl: node.http.url,
     grpc: `${config.host}:${cp.grpc!.port}`, clusterTokenFile: path.join(config.dataDir, 'cluster-token'),
