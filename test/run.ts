@@ -23,11 +23,14 @@ import { createTemplateDatabase, startTestPostgres } from './support/postgres.js
 import { expectation, readDurations, writeDurations, type Durations } from './support/order.js';
 import { formUnits } from './support/batches.js';
 import { killRunning, runFiles } from './support/schedule.js';
-import { fileOk, formatSummary, unitName } from './support/summary.js';
+import { fileFigures, fileOk, formatSummary, unitName } from './support/summary.js';
+import { postgresCpuMs } from './support/postgres-cpu.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** Where each run leaves its per-file wall times for the next run's order. */
 const durationsFile = path.join(here, 'durations.json');
+/** Where each run leaves every file's wall and CPU (the summary lists only the top ones). */
+const figuresFile = path.join(here, 'last-run.json');
 
 /**
  * Longest one file may run, in milliseconds, teardown included: then its process group is killed
@@ -115,7 +118,8 @@ async function main(): Promise<number> {
       else for (const t of r.timings) measured[t.file] = t.wallMs;
     }
     try { writeDurations(durationsFile, measured); } catch { /* only the next run's order suffers */ }
-    console.log(formatSummary(runs, Date.now() - started, rel));
+    try { fs.writeFileSync(figuresFile, `${JSON.stringify(fileFigures(runs, rel), null, 1)}\n`); } catch { /* the summary still prints */ }
+    console.log(formatSummary(runs, Date.now() - started, rel, cluster ? postgresCpuMs(path.join(tmp, 'pg')) : null));
     return runs.every(fileOk) ? 0 : 1;
   } finally {
     await cleanUp();

@@ -13,10 +13,10 @@ export function unitName(run: FileRun, rel: (file: string) => string): string {
 }
 
 /** One file's figures: wall and CPU in milliseconds (CPU null where unknown). */
-interface FileFigures { name: string; wallMs: number; cpuMs: number | null }
+export interface FileFigures { name: string; wallMs: number; cpuMs: number | null }
 
 /** Per-file figures: a lone file's process, or each batched file's own timing. */
-function fileFigures(runs: readonly FileRun[], rel: (file: string) => string): FileFigures[] {
+export function fileFigures(runs: readonly FileRun[], rel: (file: string) => string): FileFigures[] {
   return runs.flatMap((r) => (r.files.length === 1
     ? [{ name: rel(r.file), wallMs: r.durationMs, cpuMs: r.cpuMs }]
     : r.timings.map((t) => ({ name: t.file, wallMs: t.wallMs, cpuMs: t.cpuMs }))));
@@ -32,7 +32,7 @@ export function fileOk(run: FileRun): boolean {
  * {@link SLOWEST_SHOWN} slowest files, and the run's wall time (`wallMs`, milliseconds).
  * `rel` shortens a file name for display.
  */
-export function formatSummary(runs: readonly FileRun[], wallMs: number, rel: (file: string) => string): string {
+export function formatSummary(runs: readonly FileRun[], wallMs: number, rel: (file: string) => string, postgresCpuMs: number | null = null): string {
   const t = { tests: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 };
   for (const r of runs) {
     if (!r.counts) continue;
@@ -61,6 +61,7 @@ export function formatSummary(runs: readonly FileRun[], wallMs: number, rel: (fi
     lines.push('', `most CPU (seconds; the processes' ${(measured.reduce((a, r) => a + r.cpuMs!, 0) / 1000).toFixed(0)} s in all, Postgres not included):`);
     for (const f of figures.filter((x) => x.cpuMs !== null).sort((a, b) => b.cpuMs! - a.cpuMs!).slice(0, SLOWEST_SHOWN)) lines.push(`  ${cpu(f)}  ${f.name}`);
   }
+  if (postgresCpuMs !== null) lines.push('', `ℹ Postgres CPU ${(postgresCpuMs / 1000).toFixed(0)} s (the run's cluster: its server and every backend)`);
   lines.push('', `ℹ wall ${(wallMs / 1000).toFixed(1)} s`);
   return lines.join('\n');
 }
