@@ -9,6 +9,7 @@
  * file's `after` still runs when that file's tests end, before the next file starts. As each
  * file ends, a `{"file", "wallMs", "cpuMs"}` line (milliseconds; CPU of this process, its threads
  * included) is appended to the report file (reporter.ts REPORT_FILE_ENV) for the run's summary.
+ * While a file runs, SUITE_ENV names it (its databases carry the name: db.ts).
  *
  * Usage: `node --test-reporter=… dist/test/support/batch-entry.js <file.test.js>…` (absolute paths).
  */
@@ -17,6 +18,7 @@ import path from 'node:path';
 import { after, before, describe } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { REPORT_FILE_ENV } from './reporter.js';
+import { SUITE_ENV } from './db.js';
 
 /** dist/test: file names are reported relative to it. */
 const testRoot = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -36,7 +38,7 @@ for (const file of process.argv.slice(2)) {
     let wall = 0;
     let cpu = 0;
     const cpuNow = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
-    before(() => { wall = performance.now(); cpu = cpuNow(); });
+    before(() => { wall = performance.now(); cpu = cpuNow(); process.env[SUITE_ENV] = name; });
     await import(pathToFileURL(file).href);
     after(() => record({ file: name, wallMs: performance.now() - wall, cpuMs: cpuNow() - cpu }));
   });

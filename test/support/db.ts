@@ -7,6 +7,9 @@ import crypto from 'node:crypto';
 import { connect, type Sql } from '../../src/control-plane/db/connect.js';
 import { migrate } from '../../src/control-plane/db/migrate.js';
 
+/** Environment variable naming the test file a batch runs now (set by batch-entry.ts; a lone file is argv[1]). */
+export const SUITE_ENV = 'SWITCHYARD_TEST_SUITE';
+
 /** Environment variable naming the run's migrated template database (set by test/run.ts). */
 export const TEMPLATE_ENV = 'SWITCHYARD_TEST_TEMPLATE_DB';
 
@@ -17,6 +20,15 @@ export interface TestDatabase {
   sql: Sql;
   /** Closes the pool and drops the database. */
   drop(): Promise<void>;
+}
+
+/**
+ * The running test file's name as an identifier part (`image_test`), at most 30 characters, so a
+ * database (and its backends' process titles, which name it) tells which suite it belongs to.
+ */
+function suiteLabel(): string {
+  const file = process.env[SUITE_ENV] ?? process.argv[1] ?? '';
+  return (file.split('/').pop() ?? 'suite').replace(/\.js$/, '').replace(/[^a-z0-9]+/gi, '_').toLowerCase().slice(0, 30) || 'suite';
 }
 
 /** The admin URL of the run's Postgres. @throws when the suite is run outside test/run.ts. */
@@ -32,7 +44,7 @@ export function adminUrl(): string {
  */
 export async function createTestDatabase(): Promise<TestDatabase> {
   const admin = connect(adminUrl(), { max: 1 });
-  const name = `sy_test_${crypto.randomBytes(6).toString('hex')}`;
+  const name = `sy_test_${suiteLabel()}_${crypto.randomBytes(6).toString('hex')}`;
   const template = process.env[TEMPLATE_ENV];
   try {
     await admin.unsafe(template ? `CREATE DATABASE ${name} TEMPLATE ${template}` : `CREATE DATABASE ${name}`);

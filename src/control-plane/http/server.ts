@@ -16,7 +16,7 @@
  * own cache policy). `GET /api/schema/` serves the OpenAPI document (./openapi.ts).
  */
 import crypto from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifySchema } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
 import { controlPlaneIndex, isEvaluationPath, wrongPortDetail } from '../../where.js';
 import { errors, type ApiError } from '../../errors.js';
@@ -24,13 +24,13 @@ import { authenticate, requireScope, resolveProject } from './auth.js';
 import { BODY_METHODS, parseJsonBody } from './json-body.js';
 import { ApiMetrics } from './metrics.js';
 import { toApiError } from './error-handler.js';
-import { compileValidator, type RequestPart } from './validation.js';
+import { lazyValidator, type RequestPart } from './validation.js';
 import { addSchemaRoute, registerOpenApi, routeSchema } from './openapi.js';
 import { addConsoleRoutes } from './console.js';
 import { methodNotAllowedRoutes, normalisePattern } from './method-not-allowed.js';
 import { registerRateLimits, type Throttle } from './rate-limit.js';
 import { AuthFailureLimiter } from './auth-failures.js';
-import { environmentAliases } from './environments.js';
+import { projectPath } from './environments.js';
 import type { AuthContext, Deps, ProjectRow, Reply, RequestContext, Route } from './types.js';
 
 /** A running HTTP server. */
@@ -72,10 +72,9 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = { 'x-content-type-opt
 /** Version named in the OpenAPI document. */
 const API_VERSION = '1.0.0';
 
-/** Starts the management API on `deps.config.host:port` serving `routes` and their environment aliases (./environments.ts). */
+/** Starts the management API on `deps.config.host:port` serving `routes`, each also under PostHog's environment prefix (./environments.ts). */
 export async function startHttpServer(deps: Deps, routes: readonly Route[], probes: Probes, port: number): Promise<RunningHttp> {
-  const aliases = environmentAliases(routes); // `/api/environments/<id>/…` = `/api/projects/<id>/…`
-  const notAllowed = methodNotAllowedRoutes([...routes, ...aliases]); // throws on a duplicate route before anything starts
+  const notAllowed = methodNotAllowedRoutes(routes); // throws on a duplicate route before anything starts
   const metrics = new ApiMetrics();
   const limit = deps.config.maxApiBodyBytes;
   /** Origin of absolute links (next/previous): the configured public URL, else the bind address; never the Host header. */
@@ -88,6 +87,8 @@ export async function startHttpServer(deps: Deps, routes: readonly Route[], prob
     bodyLimit: limit,
     exposeHeadRoutes: false,
     routerOptions: { ignoreTrailingSlash: true },
+    // `/api/environments/<id>/…` is routed as `/api/projects/<id>/…`; `req.originalUrl` keeps what was sent.
+    rewriteUrl: (req) => projectPath(req.url ?? '/'),
     // Slow clients (issue: a slowloris connection held 60 s): headers and the whole request must
     // arrive within their timeouts, checked every connectionsCheckingInterval (Node's default,
     // 30 s, would let a connection outlive a short timeout by that much).
@@ -101,7 +102,7 @@ export async function startHttpServer(deps: Deps, routes: readonly Route[], prob
   if (deps.config.apiMaxConnections > 0) app.server.maxConnections = deps.config.apiMaxConnections;
   const authFailures = new AuthFailureLimiter(deps.config.authFailuresPerMinute);
   app.decorateRequest('resolved', null);
-  app.setValidatorCompiler(({ schema, httpPart }) => compileValidator(schema as Record<string, unknown>, (httpPart ?? 'body') as RequestPart));
+  app.setValidatorCompiler(({ schema, httpPart }) => lazyValidator(schema as Record<string, unknown>, (httpPart ?? 'body') as RequestPart));
   // Handlers send JSON text themselves; response schemas only document.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   app.removeAllContentTypeParsers();
@@ -113,7 +114,7 @@ export async function startHttpServer(deps: Deps, routes: readonly Route[], prob
   await app.register(multipart, { attachFieldsToBody: 'keyValues', limits: { fileSize: limit, files: 1, fields: 100 } });
   app.setErrorHandler((err, req, reply) => { fail(deps, limit, err, req, reply); });
   app.setNotFoundHandler((req, reply) => {
-    const path = req.url.split('?')[0] ?? '/';
+    const path = req.originalUrl.split('?')[0] ?? '/';
     sendError(reply, errors.notFound(isEvaluationPath(path) ? wrongPortDetail(path) : undefined));
   });
   app.addHook('onSend', async (req, reply, payload) => {
@@ -144,7 +145,6 @@ export async function startHttpServer(deps: Deps, routes: readonly Route[], prob
   addProbeRoutes(app, { ready: probes.ready, draining: probes.draining, metrics: async () => (await metrics.render()) + await probes.metrics() });
   addSchemaRoute(app);
   for (const route of routes) addRoute(app, deps, route, throttle, authFailures, () => origin);
-  for (const route of aliases) addRoute(app, deps, route, throttle, authFailures, () => origin, true);
   for (const m of notAllowed) {
     app.route({
       method: m.method, url: m.path, schema: { hide: true } as object, config: { pattern: m.path, noBody: true },
@@ -158,21 +158,20 @@ export async function startHttpServer(deps: Deps, routes: readonly Route[], prob
   return { port: actual, url: `http://${deps.config.host}:${actual}`, close: () => app.close() };
 }
 
-/** Registers one declared route with its auth stage and handler (`hidden`: left out of the OpenAPI document). */
-function addRoute(app: FastifyInstance, deps: Deps, route: Route, throttle: Throttle, authFailures: AuthFailureLimiter, origin: () => string,
-  hidden = false): void {
+/** Registers one declared route with its auth stage and handler. */
+function addRoute(app: FastifyInstance, deps: Deps, route: Route, throttle: Throttle, authFailures: AuthFailureLimiter, origin: () => string): void {
   const pattern = normalisePattern(route.path);
   app.route({
     method: route.method,
     url: pattern,
-    schema: hidden ? { ...routeSchema(route), hide: true } as FastifySchema : routeSchema(route),
+    schema: routeSchema(route),
     ...(route.schema?.validatedBy === 'service' ? { validatorCompiler: () => () => true } : {}),
     config: { pattern },
     onRequest: async (req) => {
       let url: URL;
       try {
         // The Host header is the client's to choose: links are built on the configured origin.
-        url = new URL(req.url, origin());
+        url = new URL(req.originalUrl, origin());
       } catch {
         throw errors.badRequest('invalid_url', 'Malformed request URL.');
       }
@@ -239,7 +238,7 @@ function addProbeRoutes(app: FastifyInstance, probes: Probes): void {
 /** Answers an error: logs what the operator needs, sends PostHog's body. */
 function fail(deps: Deps, limit: number, e: unknown, req: FastifyRequest, reply: FastifyReply): void {
   const { error, expected } = toApiError(e, limit);
-  const path = req.url.split('?')[0];
+  const path = req.originalUrl.split('?')[0];
   if (!expected) deps.log.error({ err: e, request_id: req.id, method: req.method, path }, 'request failed');
   else if (error.status >= 500) deps.log.error({ request_id: req.id, code: error.code }, error.message);
   else deps.log.info({ request_id: req.id, status: error.status, code: error.code, path }, error.message);

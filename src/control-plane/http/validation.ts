@@ -32,6 +32,26 @@ export function compileValidator(schema: Record<string, unknown>, part: RequestP
   return (part === 'querystring' ? queryAjv : bodyAjv).compile(schema);
 }
 
+/** A validator as fastify calls it: true when valid, else false with ajv's `errors` on the function. */
+export interface LazyValidator { (data: unknown): boolean; errors?: ErrorObject[] | null }
+
+/**
+ * {@link compileValidator}, deferred to the first request the route validates: compiling every
+ * route's schemas cost a fifth of the API's start-up, and most routes of a process are never
+ * called (a test suite, a replica). The compiled function is kept; its `errors` are copied to
+ * the returned function after each call, where fastify reads them.
+ */
+export function lazyValidator(schema: Record<string, unknown>, part: RequestPart): LazyValidator {
+  let compiled: ValidateFunction | null = null;
+  const validate: LazyValidator = (data) => {
+    compiled ??= compileValidator(schema, part);
+    const ok = compiled(data) as boolean;
+    validate.errors = compiled.errors;
+    return ok;
+  };
+  return validate;
+}
+
 /** `/filters/groups/0` → `filters__groups__0` (exceptions-hog's attr). */
 function attrOf(instancePath: string, extra?: string): string | null {
   const parts = instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
