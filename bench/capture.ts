@@ -71,7 +71,7 @@ async function main(): Promise<void> {
   const bodies = Array.from({ length: 256 }, (_, i) => body(i));
   const baseline: CaptureStore = { projectIdForToken: () => 1, append: async () => {} };
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-bench-outbox-'));
-  const outbox = Outbox.open({ path: dir, maxBytes: Number.MAX_SAFE_INTEGER });
+  const outbox = Outbox.open({ path: dir, maxBytes: 64 * 1024 ** 3 }); // 64 GiB: far more than a run appends
   const durable: CaptureStore = { projectIdForToken: () => 1, append: (e) => outbox.append(e) };
   try {
     await run('', baseline, bodies, 1);

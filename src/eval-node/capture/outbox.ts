@@ -26,6 +26,13 @@ import { environmentFigures, type EnvironmentFigures } from '../store/figures.js
 import { Packr } from 'msgpackr';
 import type { CapturedEvent } from '../../contract/events.js';
 
+/**
+ * Largest outbox bound, in bytes (8 TiB): the environment maps twice the bound up front, and a
+ * map past the process's address space (x86-64: 128 TiB) made LMDB crash the process instead of
+ * failing.
+ */
+export const MAX_OUTBOX_BYTES = 2 ** 43;
+
 /** Fill (fraction of `maxBytes`) from which client appends are shed (module doc). */
 export const SHED_FROM_FRACTION = 0.8;
 /** `Retry-After` of a refusal at {@link SHED_FROM_FRACTION}, in seconds. */
@@ -97,6 +104,10 @@ export class Outbox {
    */
   static open(opts: { path?: string; root?: RootDatabase; maxBytes: number; random?: () => number }): Outbox {
     if (!opts.root && !opts.path) throw new Error('Outbox.open needs a path or a root database');
+    if (!(opts.maxBytes > 0 && opts.maxBytes <= MAX_OUTBOX_BYTES)) {
+      // LMDB maps twice the bound up front; a map past the address space crashed the process.
+      throw new RangeError(`the capture outbox bound must be between 1 and ${MAX_OUTBOX_BYTES} bytes (got ${opts.maxBytes})`);
+    }
     if (!opts.root) prepareLmdbDir(opts.path!);
     // The map reserved up front (one mapping): twice the payload bound covers LMDB's page overhead.
     const root = opts.root ?? open({ path: opts.path!, mapSize: Math.max(64 * 1024 ** 2, 2 * opts.maxBytes + 64 * 1024 ** 2) });

@@ -14,7 +14,8 @@ import { createTestDatabase, type TestDatabase } from '../../support/db.js';
 import { createLogger } from '../../../src/log.js';
 import { createIngestHandler, type IngestHandlerDeps } from '../../../src/control-plane/grpc/ingest.js';
 import { ingestEvents } from '../../../src/control-plane/ingestion/service.js';
-import { Outbox, OutboxFullError, shedRetryAfter } from '../../../src/eval-node/capture/outbox.js';
+import { MAX_OUTBOX_BYTES, Outbox, OutboxFullError, shedRetryAfter } from '../../../src/eval-node/capture/outbox.js';
+import { loadConfig } from '../../../src/config.js';
 import { Shipper } from '../../../src/eval-node/capture/shipper.js';
 import { handleCapture } from '../../../src/eval-node/capture/handler.js';
 import type { CapturedEvent } from '../../../src/contract/events.js';
@@ -102,6 +103,20 @@ test('outbox: append is durable across reopen, peek is oldest first, remove dele
   await assert.rejects(b.append(big), OutboxFullError);
   assert.equal(b.entries, 2, 'a refused append stores nothing');
   await b.close();
+});
+
+test('an outbox bound past 8 TiB is refused before anything is mapped, by the outbox and by the configuration', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-outbox-bound-'));
+  try {
+    // LMDB maps twice the bound up front: Number.MAX_SAFE_INTEGER crashed the process with SIGSEGV.
+    for (const maxBytes of [Number.MAX_SAFE_INTEGER, MAX_OUTBOX_BYTES + 1, 0]) {
+      assert.throws(() => Outbox.open({ path: dir, maxBytes }), RangeError, String(maxBytes));
+    }
+    assert.throws(() => loadConfig({ SWITCHYARD_MAX_OUTBOX_BYTES: String(Number.MAX_SAFE_INTEGER) }), /SWITCHYARD_MAX_OUTBOX_BYTES/);
+    assert.equal(loadConfig({ SWITCHYARD_MAX_OUTBOX_BYTES: String(MAX_OUTBOX_BYTES) }).maxOutboxBytes, MAX_OUTBOX_BYTES);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('shedding: none below 80 % of the bound, a share rising to all at the bound, Retry-After from 1 to 30 s', () => {
