@@ -2,7 +2,8 @@
  * E8/E9 timeseries against real control planes on one database: a control
  * plane that does not work jobs enqueues a recalculation (pg-boss); it stops; another starts on
  * the same database, finds the job and computes one cumulative result per project-timezone day;
- * each day's figures equal a direct count of the exposures up to the end of that day.
+ * each day's figures equal a direct count of the exposures up to the end of that day. Results and
+ * recalculations of other computation rules are stale: not served, not resumed.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,6 +13,8 @@ import { waitFor } from '../../support/wait.js';
 import { ingestEvents } from '../../../src/control-plane/ingestion/service.js';
 import { startControlPlane } from '../../../src/control-plane/index.js';
 import { createLogger } from '../../../src/log.js';
+import { runRecalculation } from '../../../src/control-plane/experiments/timeseries/backfill.js';
+import { RESULTS_RULES_VERSION } from '../../../src/control-plane/experiments/results/rules-version.js';
 
 const DAY = 86_400_000;
 
@@ -82,6 +85,19 @@ test('a recalculation enqueued by one control plane is computed by the next, one
       }
     });
     assert.equal(done.errors, null);
+
+    // Results stored under other computation rules (an older release) are not served as current...
+    await t.db.sql`UPDATE experiment_timeseries_results SET rules_version = ${RESULTS_RULES_VERSION - 1}`;
+    const stale = await get();
+    assert.equal(stale.status, 'pending');
+    assert.ok(Object.values(stale.timeseries).every((v) => v === null), JSON.stringify(stale.timeseries));
+    // ...and a recalculation begun under them starts again from the first day instead of resuming.
+    await t.db.sql`UPDATE experiment_timeseries_recalculations SET status = 'in_progress', rules_version = ${RESULTS_RULES_VERSION - 1},
+      last_successful_date = ${days[days.length - 1]!}::date WHERE id = ${first.body.id}`;
+    await runRecalculation(t.db.sql, first.body.id);
+    const redone = await get();
+    assert.deepEqual([redone.status, redone.recalculation_status, Object.keys(redone.timeseries)], ['completed', 'completed', days]);
+    days.forEach((day, d) => assert.equal(redone.timeseries[day].baseline.number_of_samples, exposedBy.get(d), day));
   } finally {
     await second?.close();
     await t.cp.close().catch(() => {});

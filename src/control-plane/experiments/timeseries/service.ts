@@ -20,6 +20,7 @@ import * as store from '../store.js';
 import { validateMetric } from '../metrics.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import { enqueueRecalculation } from './queue.js';
+import { RESULTS_RULES_VERSION } from '../results/rules-version.js';
 
 type Obj = JsonObject;
 
@@ -50,11 +51,12 @@ export class TimeseriesService {
       await tx`SELECT pg_advisory_xact_lock(hashtext(${`timeseries:${experimentId}:${fingerprint}`}))`;
       const [open] = await tx<RequestRow[]>`SELECT id, experiment_id::int AS experiment_id, metric_uuid, fingerprint, status, created_at
         FROM experiment_timeseries_recalculations
-        WHERE experiment_id = ${experimentId} AND fingerprint = ${fingerprint} AND status IN ('pending', 'in_progress') ORDER BY created_at DESC LIMIT 1`;
+        WHERE experiment_id = ${experimentId} AND fingerprint = ${fingerprint} AND status IN ('pending', 'in_progress')
+          AND rules_version = ${RESULTS_RULES_VERSION} ORDER BY created_at DESC LIMIT 1`;
       if (open) return { created: false, row: open };
       await tx`DELETE FROM experiment_timeseries_results WHERE experiment_id = ${experimentId} AND metric_uuid = ${given} AND fingerprint = ${fingerprint}`;
-      const [row] = await tx<RequestRow[]>`INSERT INTO experiment_timeseries_recalculations (project_id, experiment_id, metric, metric_uuid, fingerprint)
-        VALUES (${projectId}, ${experimentId}, ${tx.json({ ...metric, uuid: given } as never)}, ${given}, ${fingerprint})
+      const [row] = await tx<RequestRow[]>`INSERT INTO experiment_timeseries_recalculations (project_id, experiment_id, metric, metric_uuid, fingerprint, rules_version)
+        VALUES (${projectId}, ${experimentId}, ${tx.json({ ...metric, uuid: given } as never)}, ${given}, ${fingerprint}, ${RESULTS_RULES_VERSION})
         RETURNING id, experiment_id::int AS experiment_id, metric_uuid, fingerprint, status, created_at`;
       return { created: true, row: row! };
     }) as { created: boolean; row: RequestRow };
@@ -78,9 +80,11 @@ export class TimeseriesService {
       WHERE p.id = ${projectId} ORDER BY g`;
     const rows = await this.sql<{ day: string; status: string; result: Obj | null; error: string | null; computed_at: Date; created_at: Date; updated_at: Date }[]>`
       SELECT to_char(day, 'YYYY-MM-DD') AS day, status, result, error, computed_at, created_at, updated_at FROM experiment_timeseries_results
-      WHERE experiment_id = ${experimentId} AND metric_uuid = ${metricUuid} AND fingerprint = ${fingerprint} ORDER BY day`;
+      WHERE experiment_id = ${experimentId} AND metric_uuid = ${metricUuid} AND fingerprint = ${fingerprint}
+        AND rules_version = ${RESULTS_RULES_VERSION} ORDER BY day`;
     const [request] = await this.sql<{ status: string; created_at: Date }[]>`SELECT status, created_at FROM experiment_timeseries_recalculations
-      WHERE experiment_id = ${experimentId} AND metric_uuid = ${metricUuid} AND fingerprint = ${fingerprint} ORDER BY created_at DESC LIMIT 1`;
+      WHERE experiment_id = ${experimentId} AND metric_uuid = ${metricUuid} AND fingerprint = ${fingerprint}
+        AND rules_version = ${RESULTS_RULES_VERSION} ORDER BY created_at DESC LIMIT 1`;
     const byDay = new Map(rows.map((r) => [r.day, r]));
     const timeseries: Record<string, Obj | null> = {};
     const failed: Record<string, string> = {};
