@@ -15,7 +15,7 @@
 import type { EnvironmentFigures } from '../store/figures.js';
 import v8 from 'node:v8';
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
-import { LatencyHistogram, requestCounter, RouteCounts } from './route-counts.js';
+import { fillRequestCounter, LatencyHistogram, RouteCounts } from './route-counts.js';
 
 /** One registry's metrics as prom-client's JSON (what IO threads send the main thread). */
 export type MetricsJson = MetricObjectWithValues<MetricValue<string>>[];
@@ -72,12 +72,15 @@ export class Metrics {
   /** Requests and latency by route, counted per request and read at scrape (route-counts.ts). */
   private readonly counts = new Map<RouteLabel, RouteCounts>(ROUTES.map((r) => [r, new RouteCounts(LATENCY_BUCKETS_SECONDS)]));
   // Both read `counts` at scrape; declared here so the exposition keeps its order.
-  protected readonly requests = requestCounter(
-    'switchyard_node_http_requests_total', 'HTTP requests answered by the evaluation node.', this.counts, this.registry,
-  );
-  protected readonly latency = new LatencyHistogram(
-    'switchyard_node_http_request_duration_seconds', 'Time from request to answer.', LATENCY_BUCKETS_SECONDS, this.counts, this.registry,
-  );
+  protected readonly requests = ((counts) => new Counter({
+    name: 'switchyard_node_http_requests_total', help: 'HTTP requests answered by the evaluation node.',
+    labelNames: ['route', 'status'] as const, registers: [this.registry],
+    collect() { fillRequestCounter(this, counts); },
+  }))(this.counts);
+  protected readonly latency = new LatencyHistogram({
+    name: 'switchyard_node_http_request_duration_seconds', help: 'Time from request to answer.',
+    buckets: LATENCY_BUCKETS_SECONDS, routes: this.counts, registers: [this.registry],
+  });
   private readonly failures = new Counter({
     name: 'switchyard_node_request_failures_total', help: 'Requests answered with an error, by the stage that failed.',
     labelNames: ['route', 'stage'] as const, registers: [this.registry],

@@ -10,7 +10,7 @@
  * prom-client Histogram with the same buckets would hold (same series, labels, cumulative buckets,
  * `+Inf`, `_sum`, `_count`; summed across IO threads by AggregatorRegistry like any histogram).
  */
-import { Counter, type Metric, type MetricObjectWithValues, type MetricValueWithName, type Registry } from 'prom-client';
+import type { Counter, Metric, MetricObjectWithValues, MetricValueWithName, Registry } from 'prom-client';
 
 /** Counts of one route: answered requests by status, and latency observations. */
 export class RouteCounts {
@@ -39,39 +39,44 @@ export class RouteCounts {
   }
 }
 
-/**
- * A prom-client Counter (labels `route`, `status`) registered in `registry`, set from the totals of
- * `routes` whenever it is read.
- */
-export function requestCounter(name: string, help: string, routes: ReadonlyMap<string, RouteCounts>, registry: Registry): Counter<'route' | 'status'> {
-  return new Counter({
-    name, help, labelNames: ['route', 'status'] as const, registers: [registry],
-    collect() {
-      this.reset();
-      for (const [route, c] of routes) {
-        for (const [status, n] of c.byStatus) this.inc({ route, status: String(status) }, n);
-      }
-    },
-  });
+/** Sets `counter` (labels `route`, `status`) to the totals of `routes`; for the counter's `collect` hook. */
+export function fillRequestCounter(counter: Counter<'route' | 'status'>, routes: ReadonlyMap<string, RouteCounts>): void {
+  counter.reset();
+  for (const [route, c] of routes) {
+    for (const [status, n] of c.byStatus) counter.inc({ route, status: String(status) }, n);
+  }
+}
+
+/** Options of {@link LatencyHistogram} (named like prom-client's). */
+export interface LatencyHistogramOptions {
+  name: string;
+  help: string;
+  buckets: readonly number[];
+  /** The counts it reads, by route. */
+  routes: ReadonlyMap<string, RouteCounts>;
+  /** Registries it registers in at construction. */
+  registers: readonly Registry[];
 }
 
 /**
- * A histogram (label `route`) read from {@link RouteCounts}, registered in `registry` at
- * construction: it renders and aggregates as a prom-client Histogram with the same buckets.
+ * A histogram (label `route`) read from {@link RouteCounts}, registered at construction: it renders and aggregates as a prom-client Histogram with the same buckets.
  * Routes without observations have no series, as in prom-client.
  */
 export class LatencyHistogram {
   readonly type = 'histogram';
   readonly aggregator = 'sum';
 
-  constructor(
-    readonly name: string,
-    readonly help: string,
-    private readonly bounds: readonly number[],
-    private readonly routes: ReadonlyMap<string, RouteCounts>,
-    registry: Registry,
-  ) {
-    registry.registerMetric(this as unknown as Metric);
+  readonly name: string;
+  readonly help: string;
+  private readonly bounds: readonly number[];
+  private readonly routes: ReadonlyMap<string, RouteCounts>;
+
+  constructor(opts: LatencyHistogramOptions) {
+    this.name = opts.name;
+    this.help = opts.help;
+    this.bounds = opts.buckets;
+    this.routes = opts.routes;
+    for (const r of opts.registers) r.registerMetric(this as unknown as Metric);
   }
 
   /** prom-client's metric JSON (`Registry.getMetricsAsJSON`, `metrics()`). */
