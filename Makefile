@@ -3,7 +3,7 @@
 NODE ?= node
 TEST_ARGS ?=
 
-.PHONY: all install build browser promtool wrk haproxy start test test-cluster bench bench-eval bench-regex bench-apply bench-capture bench-propagation bench-experiments bench-blast-radius bench-scale clean
+.PHONY: all install build browser promtool wrk haproxy start test test-cluster bench bench-eval bench-handler bench-regex bench-apply bench-capture bench-propagation bench-experiments bench-blast-radius bench-scale clean
 
 all: build
 
@@ -70,6 +70,9 @@ test-cluster: build haproxy
 
 bench-eval: build
 	$(NODE) dist/bench/evaluation.js
+
+bench-handler: build
+	$(NODE) dist/bench/flags-handler.js
 
 bench-regex: build
 	$(NODE) dist/bench/regex.js

@@ -56,6 +56,7 @@ export function checkJsonBudget(text: string, budget: JsonBudget): JsonBudgetExc
   const maxDepth = budget.maxDepth;
   const maxMembers = budget.maxMembers;
   const maxEvents = budget.maxEvents ?? Infinity;
+  if (withinByBounds(text, maxDepth, Math.min(maxMembers, maxEvents))) return null;
   let depth = 0;
   let members = 0;
   let events = 0;
@@ -105,6 +106,21 @@ export function checkJsonBudget(text: string, budget: JsonBudget): JsonBudgetExc
     }
   }
   return null;
+}
+
+/**
+ * True when `text` cannot pass the limits whatever its structure: every member (and event) takes
+ * at least one character, so a text no longer than `maxCount` cannot hold more; and depth never
+ * exceeds the number of `[` and `{` characters, counted with indexOf (strings included: an upper
+ * bound). Small bodies, the usual /flags request, skip the character scan this way.
+ */
+function withinByBounds(text: string, maxDepth: number, maxCount: number): boolean {
+  if (text.length > maxCount) return false;
+  if (text.length <= maxDepth) return true;
+  let opens = 0;
+  for (let i = text.indexOf('{'); i >= 0; i = text.indexOf('{', i + 1)) if (++opens > maxDepth) return false;
+  for (let i = text.indexOf('['); i >= 0; i = text.indexOf('[', i + 1)) if (++opens > maxDepth) return false;
+  return true;
 }
 
 /**

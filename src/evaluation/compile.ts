@@ -24,7 +24,7 @@ import type {
 import { isFullRollout, rolloutThreshold } from './bucketing.js';
 import { CohortTable, cohortIdOf } from './cohorts.js';
 import { planDependencies } from './dependencies.js';
-import { utf8 } from './hash.js';
+import { hashPrefix } from './hash.js';
 import { compileHoldout, HoldoutDefinitionError, type CompiledHoldout } from './holdout.js';
 import {
   conditionMatchDescription, ERROR_CODES, NO_CONDITION_MATCH_GROUPS_NOT_EVALUATED, REASONS, type ReasonCode,
@@ -207,7 +207,7 @@ function failedFlag(raw: Record<string, unknown>, slot: number, live: boolean, f
     metadataByPayloadKey: NO_METADATA, metadataNoPayload: metadata(raw, null),
     surveyTargeting: key.startsWith(SURVEY_PREFIX),
     failure, missingDependency: false, dependencySlots: [], continuity: false, bucketByDevice: false, earlyExit: false,
-    aggregation: null, groupTypeName: null, hashPrefix: utf8(`${key}.`), conditions: [], variants: null,
+    aggregation: null, groupTypeName: null, hashPrefix: hashPrefix(`${key}.`), conditions: [], variants: null,
     enrollment: null, holdout: null, results: [],
   });
 }
@@ -369,7 +369,7 @@ function compileFlag(raw: Record<string, unknown>, slot: number, live: boolean, 
     earlyExit: filters.early_exit === true,
     aggregation,
     groupTypeName: aggregation === null ? null : ctx.groupTypeNames.get(aggregation) ?? null,
-    hashPrefix: utf8(`${key}.`),
+    hashPrefix: hashPrefix(`${key}.`),
     conditions: Object.freeze(conditions),
     variants,
     metadataByPayloadKey: new Map([...payloads].map(([k, v]) => [k, metadata(raw, v)])),

@@ -8,6 +8,7 @@ import type { CompiledPropertyFilter } from './properties/index.js';
 import type { CompileProblem, FlagReason, FlagResult, FlagResultMetadata } from './types.js';
 import type { CohortTable } from './cohorts.js';
 import type { CompiledHoldout } from './holdout.js';
+import type { HashPrefix } from './hash.js';
 import type { VariantTable } from './variants.js';
 
 /** A person or group property filter of a condition. */
@@ -109,8 +110,8 @@ export interface CompiledFlag {
   /** Flag-level aggregation_group_type_index. */
   readonly aggregation: number | null;
   readonly groupTypeName: string | null;
-  /** UTF-8 of `key + "."`, the rollout and variant hash prefix. */
-  readonly hashPrefix: Uint8Array;
+  /** `key + "."`, the rollout and variant hash prefix, compiled (hash.ts). */
+  readonly hashPrefix: HashPrefix;
   readonly conditions: readonly CompiledCondition[];
   readonly variants: VariantTable | null;
   /** Frozen metadata by payload key (variant key, "true", "holdout-N"), for keys with a payload. */

@@ -9,7 +9,7 @@
  * in [0, 1]; `vectors/harness-hash_sha1_60_v1.json` pins it bit for bit.
  *
  * Speed: SHA-1 dominates evaluation cost, so this is a hand-written SHA-1 specialised for short
- * messages (sha1-unrolled.ts, generated): the message is written into one reused byte buffer and
+ * messages (sha1-unrolled.ts, generated): the message is written as words into one reused array and
  * no hex string is built: `h0 * 2^28 + (h1 >>> 4)` is the 60-bit prefix, and that single
  * floating-point addition rounds it to nearest-even exactly as `u64 as f64` does; the division by
  * 2^60 is exact. The identifier is encoded once per request and reused for every flag (see
@@ -22,7 +22,6 @@
 import { sha1Top60 } from './sha1-unrolled.js';
 
 const W = new Int32Array(80);
-let MSG = new Uint8Array(512);
 const EMPTY_BYTES = new Uint8Array(0);
 
 /** UTF-8 bytes of `s`. Lone surrogates become U+FFFD, as in `TextEncoder`. */
@@ -70,29 +69,92 @@ export function truncateScalars(s: string, max = 200): string {
 }
 
 /**
+ * A hash prefix (a flag's `key + "."`, the holdout's `holdout-`) compiled once into the message
+ * words {@link hashPrefixed} starts from: its whole big-endian words, and the 0–3 bytes after them.
+ */
+export interface HashPrefix {
+  /** UTF-8 of the prefix. */
+  readonly bytes: Uint8Array;
+  /** The prefix's whole words (`floor(bytes.length / 4)` of them). */
+  readonly words: Int32Array;
+  /** The last `bytes.length % 4` bytes, big-endian in the low bits (0 when none). */
+  readonly tail: number;
+}
+
+/** Compiles `prefix` (a string) for {@link hashPrefixed}. */
+export function hashPrefix(prefix: string): HashPrefix {
+  const bytes = utf8(prefix);
+  const words = new Int32Array(bytes.length >>> 2);
+  let tail = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    tail = (tail << 8) | bytes[i]!;
+    if ((i & 3) === 3) { words[i >>> 2] = tail; tail = 0; }
+  }
+  return { bytes, words, tail };
+}
+
+/**
  * hash01 of the concatenation `prefix + id + salt`, all given as UTF-8 bytes. Returns a number in
- * [0, 1]. Allocation-free unless the message exceeds the scratch buffer (then it grows once).
+ * [0, 1]. Allocation-free unless the message exceeds the scratch words (then they grow once).
+ *
+ * The padded message goes straight into big-endian 32-bit words (SHA-1's message schedule input):
+ * bytes are shifted into a register and stored once per word, and the padding is whole words.
+ * Writing a byte buffer first and reassembling the words from it cost as much as the 80 rounds
+ * themselves (cpu-prof of `make bench`; bench/evaluation.ts "SHA-1 → hash01").
  */
 export function hashBytes(prefix: Uint8Array, id: Uint8Array, salt: Uint8Array): number {
-  const pl = prefix.length, il = id.length, sl = salt.length;
-  const len = pl + il + sl;
+  const pl = prefix.length;
+  const w = words(pl + id.length + salt.length);
+  let acc = 0; // bytes of the word being filled, shifted in from the right
+  for (let i = 0; i < pl; i++) {
+    acc = (acc << 8) | prefix[i]!;
+    if ((i & 3) === 3) w[i >>> 2] = acc;
+  }
+  return finish(w, acc, pl, id, salt);
+}
+
+/** {@link hashBytes} with a compiled prefix: its whole words are copied, not rebuilt from bytes. */
+export function hashPrefixed(prefix: HashPrefix, id: Uint8Array, salt: Uint8Array): number {
+  const pw = prefix.words;
+  const w = words(prefix.bytes.length + id.length + salt.length);
+  for (let i = 0; i < pw.length; i++) w[i] = pw[i]!;
+  return finish(w, prefix.tail, prefix.bytes.length, id, salt);
+}
+
+/** The scratch words, grown to hold the padded message of `len` bytes. */
+function words(len: number): Int32Array {
   // SHA-1 padding: 0x80, zeros, 64-bit big-endian bit length; total a multiple of 64 bytes.
-  const total = ((len + 8) >>> 6) * 64 + 64;
-  if (total > MSG.length) MSG = new Uint8Array(total * 2);
-  const m = MSG;
-  // Byte loops beat TypedArray#set for these few-byte copies (bench/evaluation.ts).
-  let p = 0;
-  for (let i = 0; i < pl; i++) m[p++] = prefix[i]!;
-  for (let i = 0; i < il; i++) m[p++] = id[i]!;
-  for (let i = 0; i < sl; i++) m[p++] = salt[i]!;
-  m[p++] = 0x80;
-  while (p < total - 4) m[p++] = 0;
-  const bits = len * 8; // messages here are far below 2^29 bytes, so the high length word is 0
-  m[p++] = bits >>> 24;
-  m[p++] = (bits >>> 16) & 0xff;
-  m[p++] = (bits >>> 8) & 0xff;
-  m[p] = bits & 0xff;
-  return sha1Top60(m, total);
+  const n = (((len + 8) >>> 6) + 1) * 16;
+  if (n > WORDS.length) WORDS = new Int32Array(n * 2);
+  return WORDS;
+}
+let WORDS = new Int32Array(32);
+
+/**
+ * Writes `id` and `salt` after the `p` prefix bytes already in `w` (whole words stored, the rest
+ * in `acc`), pads, and hashes.
+ */
+function finish(w: Int32Array, acc: number, p: number, id: Uint8Array, salt: Uint8Array): number {
+  const len = p + id.length + salt.length;
+  for (let i = 0; i < id.length; i++) {
+    acc = (acc << 8) | id[i]!;
+    if ((++p & 3) === 0) w[(p >>> 2) - 1] = acc;
+  }
+  for (let i = 0; i < salt.length; i++) {
+    acc = (acc << 8) | salt[i]!;
+    if ((++p & 3) === 0) w[(p >>> 2) - 1] = acc;
+  }
+  // The 0x80 terminator, then zeros to the end of its word (older bytes shift out of the int32).
+  acc = (acc << 8) | 0x80;
+  p++;
+  const rest = p & 3;
+  if (rest !== 0) acc <<= 8 * (4 - rest);
+  let k = (p + 3) >>> 2; // words written once the terminator's word is stored
+  w[k - 1] = acc;
+  const n = (((len + 8) >>> 6) + 1) * 16;
+  while (k < n - 1) w[k++] = 0; // the high length word (n - 2) is 0: messages here are far below 2^29 bytes
+  w[n - 1] = len * 8;
+  return sha1Top60(w, n);
 }
 
 /** hash01 for plain strings (compiles nothing; convenient outside the hot path). */

@@ -12,9 +12,9 @@
  * When both are present the new format wins (it is what the current service reads).
  */
 import { isFullRollout, rolloutThreshold, withinRollout } from './bucketing.js';
-import { hashBytes, utf8 } from './hash.js';
+import { hashPrefix, hashPrefixed } from './hash.js';
 
-const HOLDOUT_PREFIX = utf8('holdout-');
+const HOLDOUT_PREFIX = hashPrefix('holdout-');
 const EMPTY = new Uint8Array(0);
 
 /** A compiled holdout. */
@@ -76,5 +76,5 @@ export function compileHoldout(filters: Record<string, unknown>): CompiledHoldou
 /** True when identifier bytes `id` fall into the holdout. */
 export function inHoldout(holdout: CompiledHoldout, id: Uint8Array | null): boolean {
   if (holdout.everyone) return true;
-  return withinRollout(hashBytes(HOLDOUT_PREFIX, id ?? EMPTY, EMPTY), holdout.threshold);
+  return withinRollout(hashPrefixed(HOLDOUT_PREFIX, id ?? EMPTY, EMPTY), holdout.threshold);
 }

@@ -25,7 +25,7 @@ import { withinRollout } from './bucketing.js';
 import { inCohort } from './cohorts.js';
 import type { CompiledCondition, CompiledFlag, FlagCheck } from './compiled.js';
 import type { RequestScope } from './context.js';
-import { hashBytes, utf8, type Utf8Id } from './hash.js';
+import { hashPrefixed, utf8, type Utf8Id } from './hash.js';
 import { inHoldout } from './holdout.js';
 import { ERROR_CODES, REASONS } from './reasons.js';
 import type { FlagReason, FlagResult, FlagResultMetadata } from './types.js';
@@ -125,7 +125,7 @@ function variantFor(flag: CompiledFlag, id: Utf8Id | null): string | null {
   const table = flag.variants;
   if (table === null) return null;
   if (id === null) return table.constant ?? null;
-  const h = id.bytes.length === 0 ? 0 : hashBytes(flag.hashPrefix, id.bytes, VARIANT_SALT);
+  const h = id.bytes.length === 0 ? 0 : hashPrefixed(flag.hashPrefix, id.bytes, VARIANT_SALT);
   return pickVariant(table, h);
 }
 
@@ -177,7 +177,7 @@ export function matchFlag(flag: CompiledFlag, scope: RequestScope): FlagResult {
       let matched = filtersPass(cond, scope);
       if (matched && !cond.fullRollout) {
         const id = personId(flag, scope, true);
-        matched = id.bytes.length === 0 || withinRollout(hashBytes(flag.hashPrefix, id.bytes, EMPTY), cond.threshold);
+        matched = id.bytes.length === 0 || withinRollout(hashPrefixed(flag.hashPrefix, id.bytes, EMPTY), cond.threshold);
       }
       return result(flag, matched, null, R_SUPER, metaFor(flag, 'true'));
     }
@@ -221,7 +221,7 @@ export function matchFlag(flag: CompiledFlag, scope: RequestScope): FlagResult {
       continue;
     }
     if (!cond.fullRollout && id !== null) {
-      const h = id.bytes.length === 0 ? 0 : hashBytes(flag.hashPrefix, id.bytes, EMPTY);
+      const h = id.bytes.length === 0 ? 0 : hashPrefixed(flag.hashPrefix, id.bytes, EMPTY);
       if (!withinRollout(h, cond.threshold)) {
         // early_exit: the first set whose properties match decides, in or out of its rollout.
         if (flag.earlyExit) return result(flag, false, null, cond.reasons.outOfRollout, flag.metadataNoPayload);

@@ -310,9 +310,10 @@ async function readExportedMetrics(): Promise<Set<string>> {
   const walk = (dir: string): string[] => fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => e.isDirectory() ? walk(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []);
   for (const file of walk(path.join(repo, 'src'))) {
     const text = fs.readFileSync(file, 'utf8');
-    for (const m of text.matchAll(/new (Counter|Gauge|Histogram|Summary)\(\{\s*name: '(\w+)'/g)) {
+    // LatencyHistogram: the node's request-latency histogram read from plain counts (eval-node/http/route-counts.ts).
+    for (const m of text.matchAll(/new (Counter|Gauge|Histogram|Summary|LatencyHistogram)\(\{\s*name: '(\w+)'/g)) {
       names.add(m[2]);
-      if (m[1] === 'Histogram') for (const s of ['_bucket', '_sum', '_count']) names.add(m[2] + s);
+      if (m[1].endsWith('Histogram')) for (const s of ['_bucket', '_sum', '_count']) names.add(m[2] + s);
     }
     for (const m of text.matchAll(/addGauge\('(\w+)'/g)) names.add(m[1]);
     for (const m of text.matchAll(/collectDefaultMetrics\(\{[^}]*prefix: '(\w+)'/g)) {

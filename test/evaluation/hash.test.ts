@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { hash01, hashBytes, sha1, truncateScalars, utf8 } from '../../src/evaluation/hash.js';
+import { hash01, hashBytes, hashPrefix, hashPrefixed, sha1, truncateScalars, utf8 } from '../../src/evaluation/hash.js';
 import { rolloutThreshold, isFullRollout, withinRollout } from '../../src/evaluation/bucketing.js';
 import { buildVariantTable, pickVariant } from '../../src/evaluation/variants.js';
 import { loadVector } from './support.js';
@@ -69,7 +69,7 @@ test('seed parity vectors: v1 input bytes and hash01', () => {
   }
 });
 
-test('hand-written SHA-1 equals node:crypto on 20,000 random inputs (ASCII, multibyte, multi-block)', () => {
+test('hand-written SHA-1 equals node:crypto on 20,000 random inputs (ASCII, multibyte, multi-block; byte and compiled prefixes)', () => {
   let seed = 1;
   const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
   const alphabet = ['a', 'Z', '0', '-', '.', 'é', '日', '😀', ' ', '\u0000'];
@@ -82,6 +82,10 @@ test('hand-written SHA-1 equals node:crypto on 20,000 random inputs (ASCII, mult
     let cut = Math.floor(rnd() * (s.length + 1));
     if (cut > 0 && cut < s.length && /[\ud800-\udbff]/.test(s[cut - 1]!)) cut++; // never split a surrogate pair
     assert.equal(hashBytes(utf8(s.slice(0, cut)), utf8(''), utf8(s.slice(cut))), expected, JSON.stringify(s));
+    // The compiled-prefix form, split in three (prefix of every length mod 4, id, salt).
+    let cut2 = cut + Math.floor(rnd() * (s.length - cut + 1));
+    if (cut2 > cut && cut2 < s.length && /[\ud800-\udbff]/.test(s[cut2 - 1]!)) cut2++;
+    assert.equal(hashPrefixed(hashPrefix(s.slice(0, cut)), utf8(s.slice(cut, cut2)), utf8(s.slice(cut2))), expected, JSON.stringify(s));
     assert.equal(Buffer.from(sha1(utf8(s))).toString('hex'), d.toString('hex'));
   }
 });

@@ -6,15 +6,16 @@
  * reports them), the evaluation pool's queue, and prom-client's default process metrics (CPU,
  * memory, event-loop lag, GC) under the `switchyard_node_` prefix.
  *
- * The hot path (`observe`, once per answered request) uses label children bound ahead: one
- * histogram child per route at construction, one counter child per route and status the first
- * time that pair is seen, so a request costs two map lookups plus prom-client's own increments.
- * `make bench` measures the cost against the same run's uWebSockets.js ceiling.
+ * The hot path (`observe`, once per answered request) counts in plain numbers (route-counts.ts):
+ * requests by route and status and the latency buckets are handed to prom-client when /metrics is
+ * read, not observed through prom-client per request. `make bench` measures the cost against the
+ * same run's uWebSockets.js ceiling.
  * Each node has its own registry (several nodes share a process in tests).
  */
 import type { EnvironmentFigures } from '../store/figures.js';
 import v8 from 'node:v8';
-import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import { fillRequestCounter, LatencyHistogram, RouteCounts } from './route-counts.js';
 
 /** One registry's metrics as prom-client's JSON (what IO threads send the main thread). */
 export type MetricsJson = MetricObjectWithValues<MetricValue<string>>[];
@@ -65,19 +66,20 @@ export function outboxFigures(outbox: { storage(): EnvironmentFigures; bytes: nu
   return { ...outbox.storage(), payloadBytes: outbox.bytes, limitBytes: outbox.maxBytes, shed: outbox.shedCount };
 }
 
-type CounterChild = ReturnType<Counter<'route' | 'status'>['labels']>;
-type HistogramChild = ReturnType<Histogram<'route'>['labels']>;
-
 /** Counters, histograms and gauges of one node; see the module doc. */
 export class Metrics {
   private readonly registry = new Registry();
-  private readonly requests = new Counter({
+  /** Requests and latency by route, counted per request and read at scrape (route-counts.ts). */
+  private readonly counts = new Map<RouteLabel, RouteCounts>(ROUTES.map((r) => [r, new RouteCounts(LATENCY_BUCKETS_SECONDS)]));
+  // Both read `counts` at scrape; declared here so the exposition keeps its order.
+  protected readonly requests = ((counts) => new Counter({
     name: 'switchyard_node_http_requests_total', help: 'HTTP requests answered by the evaluation node.',
     labelNames: ['route', 'status'] as const, registers: [this.registry],
-  });
-  private readonly latency = new Histogram({
+    collect() { fillRequestCounter(this, counts); },
+  }))(this.counts);
+  protected readonly latency = new LatencyHistogram({
     name: 'switchyard_node_http_request_duration_seconds', help: 'Time from request to answer.',
-    labelNames: ['route'] as const, buckets: [...LATENCY_BUCKETS_SECONDS], registers: [this.registry],
+    buckets: LATENCY_BUCKETS_SECONDS, routes: this.counts, registers: [this.registry],
   });
   private readonly failures = new Counter({
     name: 'switchyard_node_request_failures_total', help: 'Requests answered with an error, by the stage that failed.',
@@ -113,11 +115,8 @@ export class Metrics {
   private lastEventAge: Gauge | null = null;
   private snapshots: Gauge | null = null;
 
-  private readonly latencyByRoute = new Map<RouteLabel, HistogramChild>();
-  private readonly requestsByRoute = new Map<RouteLabel, Map<number, CounterChild>>();
-
-  /** Requests this IO thread answered (`thread` label), when it is one of several (http/io-threads.ts). */
-  private readonly threadRequests: { inc(): void } | null;
+  /** Requests this IO thread answered (`thread` label, read at scrape), when it is one of several (http/io-threads.ts). */
+  private threadRequests = 0;
 
   /**
    * @param defaultMetrics collect prom-client's process metrics (CPU, memory, event loop, GC):
@@ -127,11 +126,13 @@ export class Metrics {
    *   (the thread's V8 heap, used and total bytes: the default heap metrics describe the main thread only)
    */
   constructor(defaultMetrics = true, thread: number | null = null) {
-    this.threadRequests = thread === null ? null : new Counter({
-      name: 'switchyard_node_io_thread_requests_total', help: 'HTTP requests answered, by IO thread.',
-      labelNames: ['thread'] as const, registers: [this.registry],
-    }).labels(String(thread));
     if (thread !== null) {
+      const self = this;
+      new Counter({
+        name: 'switchyard_node_io_thread_requests_total', help: 'HTTP requests answered, by IO thread.',
+        labelNames: ['thread'] as const, registers: [this.registry],
+        collect() { this.reset(); if (self.threadRequests > 0) this.inc({ thread: String(thread) }, self.threadRequests); },
+      });
       new Gauge({
         name: 'switchyard_node_io_thread_heap_bytes', help: 'V8 heap of an IO thread: used and total (committed) bytes.',
         labelNames: ['thread', 'kind'] as const, registers: [this.registry],
@@ -141,10 +142,6 @@ export class Metrics {
           this.set({ thread: String(thread), kind: 'total' }, heap.total_heap_size);
         },
       });
-    }
-    for (const route of ROUTES) {
-      this.latencyByRoute.set(route, this.latency.labels(route));
-      this.requestsByRoute.set(route, new Map());
     }
     if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'switchyard_node_' });
   }
@@ -178,15 +175,8 @@ export class Metrics {
 
   /** Records one answered request. */
   observe(route: RouteLabel, status: number, seconds: number): void {
-    const byStatus = this.requestsByRoute.get(route)!;
-    let child = byStatus.get(status);
-    if (child === undefined) {
-      child = this.requests.labels(route, String(status));
-      byStatus.set(status, child);
-    }
-    child.inc();
-    this.threadRequests?.inc();
-    this.latencyByRoute.get(route)!.observe(seconds);
+    this.counts.get(route)!.record(status, seconds);
+    this.threadRequests++;
   }
 
   /**

@@ -42,6 +42,14 @@ test('flagsV2Bytes is the UTF-8 of flagsV2Json, including failed entries, odd ke
   }
   const small = evaluateFlags(compileProject({ flags: flags.slice(0, 3), group_type_mapping: {}, cohorts: {} }), { distinct_id: 'x' }, {}, 0);
   assert.ok(Buffer.from(flagsV2Json(small, 'r', 1)).equals(flagsV2Bytes(small, 'r', 1)));
+  // The tail: request ids that need escaping or are not ASCII, and times of every digit count or not integers.
+  const ids = ['0b7c2c4e-54a1-4c47-9d7a-6f3bb5d3a1c2', '', 'a"b', 'back\\slash', 'tab\t', '\u0000', 'é', '日本', '😀', '\u2028', '~ !'];
+  const times = [0, 7, 10, 99, 1700000000000, Number.MAX_SAFE_INTEGER, 1.5, -3, 1e21];
+  for (const id of ids) {
+    for (const t of times) {
+      assert.ok(Buffer.from(JSON.stringify(toFlagsV2(small, { requestId: id, evaluatedAt: t }))).equals(flagsV2Bytes(small, id, t)), `${JSON.stringify(id)} ${t}`);
+    }
+  }
 });
 
 test('answers without failed entries are serialized from the ordered results, and equal JSON.stringify whatever was evaluated since', () => {
