@@ -11,7 +11,8 @@
  *   so no pattern can backtrack (V8 froze a node 3 s on `(\w|\d)+$` and 29 characters). Linear
  *   still has a constant: a program is refused above {@link MAX_REGEX_PROGRAM_UNITS} (see
  *   {@link programUnits}; `(?i)\w{1,1000}!` cost seconds per 10 KB), as Rust's `size_limit` refuses
- *   it at build time;
+ *   it at build time; one estimated far above it (regex-size.ts) is refused before compiling, so
+ *   refusing never costs the compile of a huge program;
  * - patterns only a backtracking engine runs (lookahead, lookbehind, backreferences, and Unicode
  *   properties RE2 cannot express), and patterns with `\b`/`\B` on a non-ASCII subject (RE2's
  *   word boundary is ASCII, Rust's Unicode), are translated to JS (regex-translate-js.ts) and
@@ -44,6 +45,7 @@ import { MAX_MATCH_SUBJECT_CHARS, MAX_REGEX_PROGRAM_UNITS } from '../../limits.j
 import { markSpent, remainingMs } from '../budget.js';
 import { Translator } from './regex-translate.js';
 import { BacktrackingTranslator } from './regex-translate-js.js';
+import { estimateProgramUnits } from './regex-size.js';
 
 /**
  * Longest one backtracking search may run, in milliseconds (then: no match for either
@@ -63,9 +65,30 @@ export interface CompiledRegex {
   readonly boundaries: boolean;
 }
 
-/** Whether re2js compiles an RE2 source (the translator checks property names with it). */
+/**
+ * A compile over the estimate of {@link estimateProgramUnits} past this many times
+ * {@link MAX_REGEX_PROGRAM_UNITS} is refused without compiling: the estimate is within 0.75–1.6×
+ * of the compiled size (regex-size.ts), so no pattern under the bound is refused by it, and a
+ * compile that is tried costs at most a program of about 5× the bound (tens of milliseconds).
+ */
+const ESTIMATE_REFUSAL_FACTOR = 4;
+
+/** Most small sources whose compile result {@link re2Compiles} remembers (property names the translator checks). */
+const MAX_CACHED_CHECKS = 512;
+const checked = new Map<string, boolean>();
+
+/**
+ * Whether re2js compiles an RE2 source (the translator checks property names with it, once per
+ * occurrence: remembered, so a pattern repeating `\p{L}` thousands of times compiles it once).
+ */
 function re2Compiles(source: string): boolean {
-  try { RE2JS.compile(source); return true; } catch { return false; }
+  let ok = checked.get(source);
+  if (ok === undefined) {
+    try { RE2JS.compile(source); ok = true; } catch { ok = false; }
+    if (checked.size >= MAX_CACHED_CHECKS) checked.clear();
+    checked.set(source, ok);
+  }
+  return ok;
 }
 
 /**
@@ -101,7 +124,12 @@ function compileOrExplain(pattern: string): { compiled: CompiledRegex | null; pr
   let problem: string | null = null;
   try {
     const t = new Translator(pattern, re2Compiles);
-    const program = RE2JS.compile(t.translate());
+    const source = t.translate();
+    const estimate = estimateProgramUnits(source, programUnits);
+    if (estimate > ESTIMATE_REFUSAL_FACTOR * MAX_REGEX_PROGRAM_UNITS) {
+      return { compiled: null, problem: `the compiled pattern is too large (about ${estimate} program units, more than ${MAX_REGEX_PROGRAM_UNITS})` };
+    }
+    const program = RE2JS.compile(source);
     const units = programUnits(program);
     if (units > MAX_REGEX_PROGRAM_UNITS) {
       // Too large for either engine: the backtracking one would run the same blow-up, slower.
