@@ -134,6 +134,13 @@ export interface Config {
    */
   readonly evalBudgetMs: number;
   /**
+   * Share of an IO thread's evaluation time, in percent, one project may use while the thread is
+   * busy and other projects wait (`SWITCHYARD_PROJECT_EVAL_SHARE_PERCENT`, 1–100, default 50; 100
+   * turns it off): past it the project's `/flags` and OFREP requests answer 429 for the rest of a
+   * 250 ms window (src/eval-node/http/eval-share.ts).
+   */
+  readonly projectEvalSharePercent: number;
+  /**
    * Worker threads of the control plane's scan pool (SWITCHYARD_SCAN_THREADS, default: half the
    * cores, 1 to 4), which matches filters against many persons (user_blast_radius, cohort
    * calculation, evaluation_reasons, my_flags, static cohort for a flag) off the event loop.
@@ -336,6 +343,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ioThreadYoungGenMb: int(env, 'SWITCHYARD_IO_THREAD_YOUNG_GEN_MB', 0, 0, 1024),
     evalTaskTimeoutMs: int(env, 'SWITCHYARD_EVAL_TASK_TIMEOUT_MS', 2_000, 1, 600_000),
     evalBudgetMs: int(env, 'SWITCHYARD_EVAL_BUDGET_MS', DEFAULT_EVAL_BUDGET_MS, 1, 600_000),
+    projectEvalSharePercent: int(env, 'SWITCHYARD_PROJECT_EVAL_SHARE_PERCENT', 50, 1, 100),
     scanThreads: int(env, 'SWITCHYARD_SCAN_THREADS', Math.min(4, Math.max(1, Math.floor(os.availableParallelism() / 2))), 1, 256),
     scanProjectConcurrency: int(env, 'SWITCHYARD_SCAN_PROJECT_CONCURRENCY', 2, 1, 1024),
     scanTimeoutMs: int(env, 'SWITCHYARD_SCAN_TIMEOUT_MS', 30_000, 1, 3_600_000),

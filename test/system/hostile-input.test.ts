@@ -343,7 +343,8 @@ describe('hostile input from one project leaves another unaffected', { concurren
     try {
       await hostileCase(t, '/flags A, 100 lookahead groups', () => flagsLoad({ email: `${'a'.repeat(32)}!` }, 2, 1_000),
         (calls) => `${summary(calls)}, errorsWhileComputingFlags: ${[...new Set(calls.map((c) => (c.body as { errorsWhileComputingFlags?: boolean } | undefined)?.errorsWhileComputingFlags))].join('/')}`,
-        (calls) => calls.flatMap((c, i) => expectAnswer(`/flags #${i}`, c, [200], A_FLAGS_BUDGET_MS)).slice(0, 3));
+        // 429: A past its share of a busy IO thread while B asks (SWITCHYARD_PROJECT_EVAL_SHARE_PERCENT).
+        (calls) => calls.flatMap((c, i) => expectAnswer(`/flags #${i}`, c, [200, 429], A_FLAGS_BUDGET_MS)).slice(0, 3));
     } finally { await deleteFlag(id); }
   });
 

@@ -8,6 +8,7 @@ import type { Evaluator } from '../pool/index.js';
 import type { Metrics, OutboxFigures } from './metrics.js';
 import type { FlagUsage } from './usage.js';
 import type { RateLimiter } from './rate-limit.js';
+import type { EvaluationShare } from './eval-share.js';
 import type { DefinitionsFeedCache } from '../../feed/definitions-feed.js';
 import type { ContinuityRecorder } from './continuity.js';
 
@@ -41,6 +42,8 @@ export interface NodeHttpContext {
   feed: DefinitionsFeedCache;
   /** Per-project rate limit of the server-side feeds (rate-limit.ts; config.definitionsRatePerMinute). */
   feedLimiter: RateLimiter;
+  /** This thread's per-project share of evaluation time under contention (eval-share.ts). */
+  evalShare: EvaluationShare;
   /** False when no GeoIP database could be opened: every job gets `ip: null`. */
   geoipEnabled: boolean;
   /** Whether a project's flags read `$geoip_*` properties at all (FlagsEngine.needsGeoip of the IO thread's engine). */

@@ -6,7 +6,9 @@
  * → **serialize** (src/eval-node/pool/engine.ts).
  *
  * Request-level errors (research §4): 400 `request_decoding_error` / `request_parsing_error` /
- * `missing_distinct_id`; 401 `missing_token` / `invalid_token`; 413 `payload_too_large`; 503
+ * `missing_distinct_id`; 401 `missing_token` / `invalid_token`; 413 `payload_too_large`; 429
+ * `throttled` with `Retry-After` while the project is past its share of this IO thread under
+ * contention (eval-share.ts); 503
  * `not_ready` for an unknown token before the node's first complete snapshot; anything unexpected
  * → 500 with a generic body. Nothing thrown here escapes the uWS callback.
  */
@@ -99,6 +101,8 @@ function handleBody(ctx: NodeHttpContext, ex: Exchange, endpoint: 'flags' | 'dec
     const hasFeatureFlags = true;
     return ex.send(200, serializeResult(EMPTY_RESULT, { shape, config, requestId, evaluatedAt: Date.now(), quotaLimited: true, hasFeatureFlags }));
   }
+  const waitMs = ctx.evalShare.admit(project.id); // this project's share of the thread (eval-share.ts)
+  if (waitMs > 0) throw errors.throttled(waitMs / 1000);
   if (!switches.disableFlags) ctx.usage.add(project.organization_id);
   const job: FlagsJob = {
     projectId: project.id,
@@ -112,9 +116,13 @@ function handleBody(ctx: NodeHttpContext, ex: Exchange, endpoint: 'flags' | 'dec
     budgetMs: ctx.config.evalBudgetMs,
   };
   ex.stage = 'evaluate';
+  const started = performance.now();
   const answer = ctx.evaluator.evaluate(job);
   // Inline answers (string, bytes or null) are sent synchronously: bytes live in a reused buffer.
-  if (!(answer instanceof Promise)) deliver(ctx, ex, answer);
+  if (!(answer instanceof Promise)) {
+    ctx.evalShare.record(project.id, performance.now() - started);
+    deliver(ctx, ex, answer);
+  }
   else answer.then((a) => deliver(ctx, ex, a), (e: unknown) => fail(ctx, ex, e));
   ctx.continuity?.afterFlags(job); // experience continuity: override record, best effort (continuity.ts)
 }

@@ -41,6 +41,7 @@ import type { NodeHttpContext, SyncState } from './context.js';
 import { loadGeoipOnce, syncStateOf, type NodeHttp } from './server.js';
 import type { IoThreadInit } from './io-thread-init.js';
 import { TokenBuckets } from './rate-limit.js';
+import { EvaluationShare } from './eval-share.js';
 import { DefinitionsFeedCache } from '../../feed/definitions-feed.js';
 import { FlagsEngine, inlineEvaluator } from '../pool/index.js';
 import { NO_GEOIP } from '../geoip/index.js';
@@ -204,7 +205,7 @@ export async function startIoThreads(opts: IoThreadsOptions): Promise<IoThreadsH
   if (config.probePort !== null) {
     // The probes read the store (/_ready) and renderMetrics (/metrics) only; the rest is inert.
     const ctx: NodeHttpContext = {
-      config, log, store, metrics, usage, feed: new DefinitionsFeedCache(), feedLimiter: new TokenBuckets(0, 60_000), geoipEnabled: false,
+      config, log, store, metrics, usage, feed: new DefinitionsFeedCache(), feedLimiter: new TokenBuckets(0, 60_000), evalShare: new EvaluationShare(100), geoipEnabled: false,
       needsGeoip: () => false, syncState, renderMetrics, evaluator: inlineEvaluator(new FlagsEngine(store, NO_GEOIP, true)),
     };
     try {

@@ -90,12 +90,16 @@ function answer(ctx: NodeHttpContext, ex: Exchange, head: Head, raw: Buffer): vo
   }
   const runtime = detectRuntime({ userAgent: head.userAgent, origin: head.origin, referer: '', secFetchMode: '', secFetchSite: '' }, undefined);
   const request = evaluationRequestOf(body, runtime, false);
+  const waitMs = ctx.evalShare.admit(project.id); // this project's share of the thread (eval-share.ts)
+  if (waitMs > 0) throw errors.throttled(waitMs / 1000);
   ctx.usage.add(project.organization_id);
   ex.stage = 'evaluate';
+  const started = performance.now();
   const result = ctx.evaluator.evaluate({
     projectId: project.id, request, ip: null, shape: 'flags-v2', config: false, onlyOverrideProperties: false,
     disableFlags: false, requestId: nextRequestId(), budgetMs: ctx.config.evalBudgetMs,
   });
+  if (!(result instanceof Promise)) ctx.evalShare.record(project.id, performance.now() - started);
   const deliver = (a: string | Uint8Array | null): void => {
     if (a === null) return ex.sendError(errors.internal());
     // Inline answers may live in a reused buffer: decode before anything else runs.

@@ -30,6 +30,7 @@ import { FlagsEngine, inlineEvaluator, poolEvaluator, type Evaluator } from '../
 import type { NodeHttpContext, SyncState } from './context.js';
 import { DefinitionsFeedCache } from '../../feed/definitions-feed.js';
 import { Metrics, type OutboxFigures } from './metrics.js';
+import { EvaluationShare } from './eval-share.js';
 import { TokenBuckets, type RateLimiter } from './rate-limit.js';
 import type { ProbeAnswer } from './probes.js';
 import { registerRoutes } from './routes.js';
@@ -154,6 +155,7 @@ export async function startNodeHttp(opts: NodeHttpOptions): Promise<NodeHttp> {
     usage: new FlagUsage(),
     feed: new DefinitionsFeedCache(),
     feedLimiter: opts.ioThread?.feedLimiter ?? new TokenBuckets(config.definitionsRatePerMinute, 60_000),
+    evalShare: new EvaluationShare(config.projectEvalSharePercent),
     renderMetrics: opts.ioThread?.renderMetrics,
     outboxStorage: opts.outboxStorage,
     geoipEnabled: bytes !== null,
