@@ -36,8 +36,9 @@ async function flags(url: string, token: string, email: string | null, v = 2): P
 for (const evalThreads of [0, 1]) {
   const mode = evalThreads ? 'pool' : 'inline';
   test(`a hostile project's /flags stops at the budget with errorsWhileComputingFlags; another project answers correctly (${mode})`, async () => {
-    // A generous pool task limit: this test is about the budget, not the task limit (redos.test.ts).
-    const node = await startTestNode({ changes: worldChanges(FLAGS, []), evalThreads, config: { evalTaskTimeoutMs: 30_000 } });
+    // A generous pool task limit and no per-project share: this test is about the budget, not the
+    // task limit (redos.test.ts) or a project's share of the thread (eval-share.test.ts).
+    const node = await startTestNode({ changes: worldChanges(FLAGS, []), evalThreads, config: { evalTaskTimeoutMs: 30_000, projectEvalSharePercent: 100 } });
     try {
       assert.equal(node.config.evalBudgetMs, 50, 'the default budget');
       const hostile = 'a'.repeat(5_000) + '!';
@@ -84,7 +85,7 @@ for (const evalThreads of [0, 1]) {
 test('SWITCHYARD_EVAL_BUDGET_MS is the budget: a larger one lets the same request finish without errors', async () => {
   // Each of the 100 searches stops at its own 50 ms limit (Rust's limit error: false), so with
   // room for all of them the flag answers false without failing.
-  const node = await startTestNode({ changes: worldChanges(FLAGS, []), config: { evalBudgetMs: 60_000 } });
+  const node = await startTestNode({ changes: worldChanges(FLAGS, []), config: { evalBudgetMs: 60_000, projectEvalSharePercent: 100 } });
   try {
     const started = performance.now();
     const a = await flags(node.url, PROJECT_TOKEN, 'a'.repeat(5_000) + '!');
