@@ -15,16 +15,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
 import { PostHog } from 'posthog-node';
 import { waitFor } from '../support/wait.js';
+import { assertChromium, launchChromium } from '../support/browser.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { createFlag, flags, startCluster, waitReady } from './support.js';
 import { checkExperimentPage, checkHoldoutsAndSharedMetrics, checkPaging } from './console-steps.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
 const OUT = path.join(PACKAGE_ROOT, 'test-output', 'console');
 const DOCS = path.join(PACKAGE_ROOT, 'docs', 'screenshots');
 const USERS = 120;
@@ -40,7 +38,7 @@ async function shot(page: Page, name: string): Promise<void> {
 }
 
 test('the console: sign in, create and disable a flag the node serves, launch an experiment and read its results', { timeout: 240_000, skip: process.env.SWITCHYARD_SKIP_BROWSER === '1' && 'SWITCHYARD_SKIP_BROWSER=1' }, async () => {
-  assert.ok(fs.existsSync(CHROMIUM), `${CHROMIUM} is missing: run make test (it installs Debian's chromium) or set CHROMIUM_PATH`);
+  assertChromium();
   const c = await startCluster();
   let browser: Browser | null = null;
   let ph: PostHog | null = null;
@@ -48,7 +46,7 @@ test('the console: sign in, create and disable a flag the node serves, launch an
     const t = c.t;
     const node = await c.startNode(c.tempDir());
     await waitReady(node.http.url);
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    browser = await launchChromium();
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     const failures: string[] = [];
     page.on('pageerror', (e) => failures.push(e.message));

@@ -12,7 +12,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
+import { runCommand } from '../support/run-command.js';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from '../support/wait.js';
 import { flags, startCluster, waitReady } from './support.js';
@@ -40,19 +40,6 @@ function blockWith(blocks: Block[], marker: string): Block {
   return found[0]!;
 }
 
-/** Runs `cmd args`; resolves with stdout and stderr, rejects on a non-zero exit. */
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ out: string; err: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
-    child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve({ out, err }) : reject(new Error(`${cmd} exited ${code}: ${err}\n${out}`))));
-  });
-}
-
 /** Talks to a running server: curl, the tour's variables, or an SDK. */
 const talksToServer = (b: Block) => /\bcurl\b|\$(BASE|FLAGS)\b|from 'posthog-node'|@openfeature|posthog\.init/.test(b.code);
 
@@ -78,7 +65,7 @@ test('README and docs/api.md examples run as written against a real stack', { ti
     const sh = async (b: Block) => {
       // The block's `export` lines would point at the defaults: the test's env stands in for them.
       const code = project(b.code).split('\n').filter((l) => !l.startsWith('export ')).join('\n');
-      const r = await run('bash', ['-eu', '-c', prelude + code], env, work);
+      const r = await runCommand('bash', ['-eu', '-c', prelude + code], env, work);
       const statuses = [...r.err.matchAll(/^HTTP (\d{3}) (\S+) (\S+)$/gm)];
       assert.ok(statuses.length > 0, `the block called curl: ${r.err}`);
       for (const [line, status] of statuses) assert.ok(Number(status) >= 200 && Number(status) < 300, `${line}\n${r.out}`);
@@ -88,7 +75,7 @@ test('README and docs/api.md examples run as written against a real stack', { ti
       const code = b.code.replaceAll('http://127.0.0.1:8010', node.http.url)
         .replaceAll('phc_local_development_key_0001', t.projectKey).replaceAll('phx_local_development_key_0001', t.personalKey);
       fs.writeFileSync(path.join(work, name), code);
-      return (await run(process.execPath, [name], env, work)).out;
+      return (await runCommand(process.execPath, [name], env, work)).out;
     };
 
     // Feature flags: create, list, retrieve, update, soft delete (DELETE is 405), restore, activity.

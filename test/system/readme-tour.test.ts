@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
+import { runCommand } from '../support/run-command.js';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from '../support/wait.js';
 import { startCluster, waitReady } from './support.js';
@@ -28,19 +28,6 @@ function tourBlocks(heading: string): Block[] {
   return [...section.matchAll(/```(\w+)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1]!, code: m[2]! }));
 }
 
-/** Runs `cmd args` with `env`; resolves with stdout, rejects with stderr on a non-zero exit. */
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
-    child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${cmd} exited ${code}: ${err}\n${out}`))));
-  });
-}
-
 test('the README tour works as written: create a flag, evaluate it with posthog-node, run an experiment, read its result, open the console', async () => {
   const blocks = tourBlocks('A five-minute tour');
   assert.deepEqual(blocks.map((b) => b.lang), ['sh', 'sh', 'sh', 'js', 'sh', 'js', 'sh'], 'the tour has the steps this test checks');
@@ -52,10 +39,10 @@ test('the README tour works as written: create a flag, evaluate it with posthog-
     await waitReady(node.http.url);
     const env = { ...process.env, BASE: t.baseUrl, FLAGS: node.http.url, KEY: t.personalKey, PHC: t.projectKey };
     const project = (code: string) => code.replaceAll('/api/projects/1/', `/api/projects/${t.projectId}/`);
-    const sh = (b: Block) => run('bash', ['-euo', 'pipefail', '-c', project(b.code)], env, work);
-    const js = (b: Block, name: string) => {
+    const sh = async (b: Block) => (await runCommand('bash', ['-euo', 'pipefail', '-c', project(b.code)], env, work)).out;
+    const js = async (b: Block, name: string) => {
       fs.writeFileSync(path.join(work, name), b.code);
-      return run(process.execPath, [name], env, work);
+      return (await runCommand(process.execPath, [name], env, work)).out;
     };
     // Block 0 sets the variables; the test's env stands in for it (its names must be the ones used).
     for (const name of ['BASE', 'FLAGS', 'KEY', 'PHC']) assert.match(blocks[0]!.code, new RegExp(`\\b${name}=`));
