@@ -7,7 +7,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import { DEFAULT_EVAL_BUDGET_MS } from './limits.js';
+import { DEFAULT_EVAL_BUDGET_MS, MAX_OUTBOX_BYTES } from './limits.js';
 
 /** Thrown for an invalid environment variable; the message names it. */
 export class ConfigError extends Error {
@@ -359,7 +359,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bootstrapProjectApiKey: prefixed(env, 'SWITCHYARD_BOOTSTRAP_PROJECT_API_KEY', 'phc_'),
     maxApiBodyBytes: int(env, 'SWITCHYARD_MAX_API_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxPublicBodyBytes: int(env, 'SWITCHYARD_MAX_PUBLIC_BODY_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
-    maxOutboxBytes: int(env, 'SWITCHYARD_MAX_OUTBOX_BYTES', 1024 * 1024 * 1024, 1024 * 1024, 2 ** 43), // 8 TiB: capture/outbox.ts MAX_OUTBOX_BYTES
+    maxOutboxBytes: int(env, 'SWITCHYARD_MAX_OUTBOX_BYTES', 1024 * 1024 * 1024, 1024 * 1024, MAX_OUTBOX_BYTES),
     keepMovedAside: int(env, 'SWITCHYARD_KEEP_MOVED_ASIDE', 3, 0, 1_000),
     eventsRetentionDays: str(env, 'SWITCHYARD_EVENTS_RETENTION_DAYS') === null ? null : int(env, 'SWITCHYARD_EVENTS_RETENTION_DAYS', 0, 1, 36_500),
     queryTimeoutMs: int(env, 'SWITCHYARD_QUERY_TIMEOUT_MS', 120_000, 0, 86_400_000),

@@ -147,3 +147,11 @@ export const MAX_MATCH_SUBJECT_CHARS = 8_192;
  * generous enough that a GC pause or a busy core does not fail ordinary requests.
  */
 export const DEFAULT_EVAL_BUDGET_MS = 50;
+
+/**
+ * Largest capture outbox bound a node accepts, in bytes (8 TiB; SWITCHYARD_MAX_OUTBOX_BYTES,
+ * eval-node/capture/outbox.ts): the outbox's LMDB environment maps twice the bound up front, and
+ * a map past the process's address space (x86-64: 128 TiB) made LMDB crash the process instead of
+ * failing.
+ */
+export const MAX_OUTBOX_BYTES = 2 ** 43;

@@ -21,17 +21,12 @@
  * The node's own records (continuity) are not shed.
  */
 import { open, type Database, type RootDatabase } from 'lmdb';
+import { MAX_OUTBOX_BYTES } from '../../limits.js';
 import { prepareLmdbDir, restrictLmdbFiles } from '../store/files.js';
 import { environmentFigures, type EnvironmentFigures } from '../store/figures.js';
 import { Packr } from 'msgpackr';
 import type { CapturedEvent } from '../../contract/events.js';
 
-/**
- * Largest outbox bound, in bytes (8 TiB): the environment maps twice the bound up front, and a
- * map past the process's address space (x86-64: 128 TiB) made LMDB crash the process instead of
- * failing.
- */
-export const MAX_OUTBOX_BYTES = 2 ** 43;
 
 /** Fill (fraction of `maxBytes`) from which client appends are shed (module doc). */
 export const SHED_FROM_FRACTION = 0.8;

@@ -110,15 +110,24 @@ class SizeReader {
     return this.fold ? 2 : 1;
   }
 
-  /** `[…]`: compiled alone, or the sum of its members' ranges (see the module doc). */
+  /**
+   * `[…]`: compiled alone, or (past the exact budget) the sum of its members' ranges, read again
+   * only then (see the module doc).
+   */
   private klass(): number {
     const start = this.i;
-    const summed = this.summedClass();
-    return this.exactly(this.s.slice(start, this.i)) ?? summed;
+    this.summedClass(false);
+    const exact = this.exactly(this.s.slice(start, this.i));
+    if (exact !== null) return exact;
+    const end = this.i;
+    this.i = start;
+    const summed = this.summedClass(true);
+    this.i = end;
+    return summed;
   }
 
-  /** Reads a class, returning the sum of its members' ranges. */
-  private summedClass(): number {
+  /** Reads a class; with `weigh`, returns the sum of its members' ranges (else 0, nothing compiled). */
+  private summedClass(weigh: boolean): number {
     this.i++;
     if (this.s[this.i] === '^') this.i++;
     let ranges = 0;
@@ -130,7 +139,7 @@ class SizeReader {
         this.i = end < 0 ? this.s.length : end + 2;
         ranges += 8;
       } else if (this.s[this.i] === '\\') {
-        ranges += this.escape();
+        ranges += this.escape(weigh ? 'class' : 'skip');
       } else {
         this.i += this.s.codePointAt(this.i)! > 0xffff ? 2 : 1;
         ranges += 1;
@@ -138,31 +147,32 @@ class SizeReader {
       // `lo-hi`: the `-` and the upper end belong to the same range.
       if (this.s[this.i] === '-' && this.s[this.i + 1] !== ']' && this.i + 1 < this.s.length) {
         this.i++;
-        if (this.s[this.i] === '\\') this.escape(); else this.i += this.s.codePointAt(this.i)! > 0xffff ? 2 : 1;
+        if (this.s[this.i] === '\\') this.escape('skip'); else this.i += this.s.codePointAt(this.i)! > 0xffff ? 2 : 1;
       }
     }
     this.i++; // `]`
     return 1 + (this.fold ? 2 : 1) * ranges;
   }
 
-  /** `\p{…}`, `\pL`, `\x{…}` and the other escapes. */
-  private escape(): number {
+  /**
+   * `\p{…}`, `\pL`, `\x{…}` and the other escapes. A property weighs its compiled size: with the
+   * pattern's flags on its own (`atom`), without them inside a class being summed (`class`: the
+   * class applies case folding once), or nothing when only skipped over (`skip`).
+   */
+  private escape(as: 'atom' | 'class' | 'skip' = 'atom'): number {
     const rest = this.s.slice(this.i, this.i + 64);
     const prop = /^\\[pP](?:\{[^}]*\}|[A-Za-z])/.exec(rest);
     if (prop) {
       this.i += prop[0].length;
-      return this.exactly(prop[0]) ?? (this.fold ? 2 : 1) * this.propertyRanges(prop[0]);
+      if (as === 'skip') return 0;
+      const alone = compiledUnits(prop[0], this.ranges) ?? 1;
+      return as === 'class' ? alone : this.exactly(prop[0]) ?? (this.fold ? 2 : 1) * alone;
     }
     const hex = /^\\x(?:\{[0-9A-Fa-f]*\}|[0-9A-Fa-f]{2})/.exec(rest);
     this.i += hex ? hex[0].length : Math.min(2, rest.length);
     const letter = hex ? '' : rest[1] ?? '';
     // RE2's own Perl classes (the translator emits Unicode ones as \p classes instead).
     return 'dDsSwW'.includes(letter) && letter !== '' ? 8 : this.fold ? 2 : 1;
-  }
-
-  /** Units of a property escape compiled alone without flags (in a class past the exact budget). */
-  private propertyRanges(escape: string): number {
-    return compiledUnits(escape, this.ranges) ?? 1;
   }
 
   /**
