@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EmbeddedCluster } from '../src/control-plane/db/embedded.js';
-import { TEMPLATE_ENV } from './support/db.js';
+import { TEMPLATE_ENV, THROWAWAY_CLUSTER_ENV } from './support/db.js';
 import { createTemplateDatabase, startTestPostgres } from './support/postgres.js';
 import { expectation, readDurations, writeDurations, type Durations } from './support/order.js';
 import { formUnits } from './support/batches.js';
@@ -93,7 +93,9 @@ async function main(): Promise<number> {
     if (!env.DATABASE_URL) {
       cluster = await startTestPostgres(tmp);
       env.SWITCHYARD_TEST_ADMIN_URL = cluster.adminUrl;
+      env[THROWAWAY_CLUSTER_ENV] = '1';
     } else {
+      delete env[THROWAWAY_CLUSTER_ENV];
       env.SWITCHYARD_TEST_ADMIN_URL = env.DATABASE_URL;
     }
     const template = await createTemplateDatabase(env.SWITCHYARD_TEST_ADMIN_URL);

@@ -13,12 +13,21 @@ export const SUITE_ENV = 'SWITCHYARD_TEST_SUITE';
 /** Environment variable naming the run's migrated template database (set by test/run.ts). */
 export const TEMPLATE_ENV = 'SWITCHYARD_TEST_TEMPLATE_DB';
 
+/**
+ * Environment variable set (to `1`) by test/run.ts when the run's Postgres is its own throw-away
+ * cluster: a suite's database is then left in place at its end instead of dropped, as the whole
+ * cluster is removed when the run ends. DROP DATABASE forces a checkpoint and waits for it
+ * (writing every suite's dirty buffers; seconds of wall under a full run), which a database about
+ * to be deleted with its cluster does not need. Never set for a DATABASE_URL server.
+ */
+export const THROWAWAY_CLUSTER_ENV = 'SWITCHYARD_TEST_THROWAWAY_CLUSTER';
+
 export interface TestDatabase {
   /** URL of the new database. */
   url: string;
   /** A pool on it. */
   sql: Sql;
-  /** Closes the pool and drops the database. */
+  /** Closes the pool and drops the database (only closes it in a throw-away cluster: {@link THROWAWAY_CLUSTER_ENV}). */
   drop(): Promise<void>;
 }
 
@@ -60,6 +69,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     sql,
     async drop() {
       await sql.end({ timeout: 5 });
+      if (process.env[THROWAWAY_CLUSTER_ENV] === '1') return;
       const a = connect(adminUrl(), { max: 1 });
       await a.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
       await a.end();
