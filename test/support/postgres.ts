@@ -16,33 +16,33 @@ export { TEMPLATE_ENV } from './db.js';
 const START_ATTEMPTS = 4;
 
 /**
- * Starts an embedded cluster in `<dir>/pg` on a {@link stablePort}, trying another when Postgres
- * could not start (the port was taken between the pick and Postgres' bind). Commits do not wait
- * for the WAL flush (`synchronous_commit = off`) and nothing is flushed to disk (`fsync = off`,
- * `full_page_writes = off`): a test cluster is never recovered after a crash, and the waits
- * dominated short transactions and each suite's CREATE DATABASE. shared_buffers stays at Postgres' 128 MiB.
+ * Server settings of the test cluster, which is never recovered after a crash: commits do not
+ * wait for the WAL flush (`synchronous_commit`), nothing is flushed to disk (`fsync`,
+ * `full_page_writes`), and checkpoints come only every 30 minutes or 4 GiB of WAL (each suite's
+ * CREATE DATABASE writes its ~10 MB template copy to the WAL; the default 1 GiB forced a
+ * checkpoint of every suite's dirty buffers a few times a run). Passed on Postgres' command line,
+ * as the embedded cluster's own `fsync=on` is (an ALTER SYSTEM file would not override it).
+ */
+export const TEST_POSTGRES_SETTINGS: Readonly<Record<string, string>> = Object.freeze({
+  fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off', max_wal_size: '4GB', checkpoint_timeout: '30min',
+});
+
+/**
+ * Starts an embedded cluster in `<dir>/pg` on a {@link stablePort} with
+ * {@link TEST_POSTGRES_SETTINGS}, trying another port when Postgres could not start (the port was
+ * taken between the pick and Postgres' bind). shared_buffers stays at Postgres' 128 MiB.
  * @throws the last start error after {@link START_ATTEMPTS} attempts.
  */
 export async function startTestPostgres(dir: string): Promise<EmbeddedCluster> {
   let last: unknown;
   for (let attempt = 0; attempt < START_ATTEMPTS; attempt++) {
-    let cluster: EmbeddedCluster;
     try {
-      cluster = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: await stablePort(), persistent: false, sharedBuffersMb: 128 });
+      return await startEmbeddedPostgres({
+        dataDir: path.join(dir, 'pg'), port: await stablePort(), persistent: false, sharedBuffersMb: 128, settings: TEST_POSTGRES_SETTINGS,
+      });
     } catch (e) {
       last = e;
-      continue;
     }
-    const admin = connect(cluster.adminUrl, { max: 1 });
-    try {
-      await admin.unsafe('ALTER SYSTEM SET synchronous_commit = off');
-      await admin.unsafe('ALTER SYSTEM SET fsync = off');
-      await admin.unsafe('ALTER SYSTEM SET full_page_writes = off');
-      await admin.unsafe('SELECT pg_reload_conf()');
-    } finally {
-      await admin.end({ timeout: 5 });
-    }
-    return cluster;
   }
   throw new Error(`the test Postgres did not start after ${START_ATTEMPTS} attempts: ${String((last as Error | undefined)?.message ?? last)}`);
 }

@@ -41,6 +41,12 @@ export interface EmbeddedOptions {
   onLog?: (line: string) => void;
   /** Postgres `shared_buffers` in MiB; default {@link defaultSharedBuffersMb}. */
   sharedBuffersMb?: number;
+  /**
+   * Further server settings (`name` → value), passed as `-c name=value` after the defaults, so
+   * they win over them (`fsync`, which the defaults turn on, included) and over
+   * postgresql.auto.conf. For throw-away clusters (the test run's); default none.
+   */
+  settings?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -172,7 +178,8 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
     createPostgresUser: typeof process.getuid === 'function' && process.getuid() === 0,
     initdbFlags: ['--encoding=UTF8', '--locale=C'],
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=400', '-c', 'fsync=on',
-      '-c', `shared_buffers=${opts.sharedBuffersMb ?? defaultSharedBuffersMb()}MB`],
+      '-c', `shared_buffers=${opts.sharedBuffersMb ?? defaultSharedBuffersMb()}MB`,
+      ...Object.entries(opts.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${value}`])],
     onLog: (m: unknown) => onLog(String(m)),
     onError: (m: unknown) => onLog(String(m)),
   });
