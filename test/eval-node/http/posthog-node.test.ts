@@ -2,6 +2,7 @@
  * posthog-node (the real client, pointed at the node) against our /flags and /flags/definitions:
  * remote getFeatureFlag / getAllFlags / payloads / groups, and local evaluation of our feed agreeing
  * with our remote /flags for 1,000 users on every flag posthog-node evaluates conclusively
+ * (getAllFlags for every user, getFeatureFlag flag by flag for the first 100)
  * (research/posthog-flag-evaluation.md §6; DESIGN.md "Evaluation core").
  */
 import { test, before, after } from 'node:test';
