@@ -1,9 +1,10 @@
 /**
  * The per-request evaluation budget through a real node over HTTP (SWITCHYARD_EVAL_BUDGET_MS,
  * src/evaluation/budget.ts), inline on the IO thread and in the Piscina pool: project A's flag
- * with 100 lookahead condition sets (each a backtracking search on a hostile value) answers as
- * a failed `timeout:evaluation_budget` entry with `errorsWhileComputingFlags: true` instead of
- * running 100 × 50 ms, its other flags keep their answers, and project B's /flags on the same
+ * with {@link HOSTILE_SETS} lookahead condition sets (each a backtracking search on a hostile
+ * value, stopped at its own 50 ms limit) answers as a failed `timeout:evaluation_budget` entry
+ * with `errorsWhileComputingFlags: true` instead of running 10 × 50 ms (ten times the 50 ms
+ * budget), its other flags keep their answers, and project B's /flags on the same
  * node, sent at the same time, answers correctly. Timings are printed, not asserted (shared,
  * noisy machine).
  */
@@ -11,7 +12,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { flag, OTHER_ORG_TOKEN, PROJECT_TOKEN, request, startTestNode, worldChanges } from './fixture.js';
 
-const hostileGroups = Array.from({ length: 100 }, (_, i) => ({
+/**
+ * Condition sets of the hostile flag: unbudgeted, the request runs HOSTILE_SETS × 50 ms, ten times
+ * the default 50 ms budget (more sets prove nothing more, and the test with a budget large
+ * enough for all of them spends every one of those 50 ms).
+ */
+const HOSTILE_SETS = 10;
+
+const hostileGroups = Array.from({ length: HOSTILE_SETS }, (_, i) => ({
   properties: [{ key: 'email', type: 'person', operator: 'regex', value: `^(?=(a+)+$)x${i}` }], rollout_percentage: 100,
 }));
 const all = { groups: [{ properties: [], rollout_percentage: 100 }] };
@@ -48,8 +56,8 @@ for (const evalThreads of [0, 1]) {
         flags(node.url, PROJECT_TOKEN, hostile),
         flags(node.url, OTHER_ORG_TOKEN, 'jane@example.com'),
       ]);
-      console.log(`# ${mode}: project A (100 lookahead sets, hostile value) ${a.ms.toFixed(1)} ms; project B alongside ${b.ms.toFixed(1)} ms ` +
-        `(unbudgeted, A would run 100 × 50 ms = 5,000 ms)`);
+      console.log(`# ${mode}: project A (${HOSTILE_SETS} lookahead sets, hostile value) ${a.ms.toFixed(1)} ms; project B alongside ${b.ms.toFixed(1)} ms ` +
+        `(unbudgeted, A would run ${HOSTILE_SETS} × 50 ms = ${HOSTILE_SETS * 50} ms)`);
 
       assert.equal(a.status, 200);
       assert.equal(a.body.errorsWhileComputingFlags, true);
@@ -83,13 +91,13 @@ for (const evalThreads of [0, 1]) {
 }
 
 test('SWITCHYARD_EVAL_BUDGET_MS is the budget: a larger one lets the same request finish without errors', async () => {
-  // Each of the 100 searches stops at its own 50 ms limit (Rust's limit error: false), so with
+  // Each of the HOSTILE_SETS searches stops at its own 50 ms limit (Rust's limit error: false), so with
   // room for all of them the flag answers false without failing.
   const node = await startTestNode({ changes: worldChanges(FLAGS, []), config: { evalBudgetMs: 60_000, projectEvalSharePercent: 100 } });
   try {
     const started = performance.now();
     const a = await flags(node.url, PROJECT_TOKEN, 'a'.repeat(5_000) + '!');
-    console.log(`# inline, budget 60 s: project A ${(performance.now() - started).toFixed(0)} ms (100 searches × their 50 ms limit)`);
+    console.log(`# inline, budget 60 s: project A ${(performance.now() - started).toFixed(0)} ms (${HOSTILE_SETS} searches × their 50 ms limit)`);
     assert.equal(a.body.errorsWhileComputingFlags, false);
     assert.equal(a.body.flags['a-hostile'].enabled, false);
     assert.equal(a.body.flags['a-hostile'].failed, undefined);

@@ -2,9 +2,10 @@
  * Pool mode (Piscina workers reading the LMDB store read-only) answers exactly as inline mode,
  * for 1,000 users, across response shapes, groups and GeoIP.
  */
-import { test } from 'node:test';
+import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestNode, postFlags, standardFlags, worldChanges, PROJECT_TOKEN } from './fixture.js';
+import { keepAliveClient } from '../../support/keep-alive.js';
+import { startTestNode, postFlags, standardFlags, worldChanges, PROJECT_TOKEN, type TestNode } from './fixture.js';
 import { FlagsEngine } from '../../../src/eval-node/pool/engine.js';
 import { NO_GEOIP } from '../../../src/eval-node/geoip/index.js';
 
@@ -15,14 +16,23 @@ function strip(text: string): unknown {
   return b;
 }
 
+/**
+ * One inline node and one pool node (2 workers) on the standard world, shared by the tests: every
+ * test only reads them. Each fixture allocates its own flag ids (standardFlags() per call):
+ * answers are compared without metadata.id, everything else byte for byte.
+ */
+let inline: TestNode;
+let pool: TestNode;
+before(async () => { [inline, pool] = await Promise.all([startTestNode({ evalThreads: 0 }), startTestNode({ evalThreads: 2 })]); });
+after(async () => { await Promise.all([pool?.close(), inline?.close()]); });
+
 test('pool and inline give identical answers for 1,000 users', async () => {
-  const inline = await startTestNode({ evalThreads: 0 });
-  const pool = await startTestNode({ evalThreads: 2 });
-  // Each fixture allocates its own flag ids (standardFlags() per call): answers are compared
-  // without metadata.id, everything else byte for byte.
+  assert.equal(pool.http.mode, 'pool');
+  assert.equal(inline.http.mode, 'inline');
+  const paths = ['/flags?v=2', '/flags', '/decide/?v=2'];
+  // 2,000 requests over reused connections (a new one per request cost twice the CPU).
+  const http = keepAliveClient(50);
   try {
-    assert.equal(pool.http.mode, 'pool');
-    const paths = ['/flags?v=2', '/flags', '/decide/?v=2'];
     for (let batch = 0; batch < 1000; batch += 50) {
       const ids = Array.from({ length: 50 }, (_, i) => batch + i);
       const bodies = ids.map((n) => ({
@@ -33,8 +43,8 @@ test('pool and inline give identical answers for 1,000 users', async () => {
       }));
       const headers = (n: number): Record<string, string> => (n % 5 === 0 ? { 'x-forwarded-for': '81.2.69.142' } : {});
       const [a, b] = await Promise.all([
-        Promise.all(bodies.map((body, i) => postFlags(inline, body, { path: paths[i % 3], headers: headers(ids[i]!) }))),
-        Promise.all(bodies.map((body, i) => postFlags(pool, body, { path: paths[i % 3], headers: headers(ids[i]!) }))),
+        Promise.all(bodies.map((body, i) => http.post(inline.url + paths[i % 3], body, headers(ids[i]!)))),
+        Promise.all(bodies.map((body, i) => http.post(pool.url + paths[i % 3], body, headers(ids[i]!)))),
       ]);
       for (let i = 0; i < bodies.length; i++) {
         assert.equal(a[i]!.status, 200);
@@ -43,8 +53,7 @@ test('pool and inline give identical answers for 1,000 users', async () => {
       }
     }
   } finally {
-    await pool.close();
-    await inline.close();
+    http.close();
   }
 });
 
@@ -56,35 +65,27 @@ function normalizeIds(b: any): unknown {
 
 
 test('a request too deep to parse is a 400 in both modes; its batch-mates are unaffected', async () => {
-  const pool = await startTestNode({ evalThreads: 2 });
-  const inline = await startTestNode({ evalThreads: 0 });
-  try {
-    const deep = '['.repeat(200_000) + ']'.repeat(200_000);
-    const bad = `{"api_key":"${PROJECT_TOKEN}","distinct_id":"deep","person_properties":{"email":${deep}}}`;
-    const bodies = Array.from({ length: 20 }, (_, i) => (i === 5 ? bad : JSON.stringify({ api_key: PROJECT_TOKEN, distinct_id: `u${i}` })));
-    const [a, b] = await Promise.all([
-      Promise.all(bodies.map((body) => postFlags(pool, body))),
-      Promise.all(bodies.map((body) => postFlags(inline, body))),
-    ]);
-    for (let i = 0; i < bodies.length; i++) {
-      assert.equal(a[i]!.status, i === 5 ? 400 : 200, `pool request ${i}`);
-      assert.equal(b[i]!.status, a[i]!.status, `inline request ${i}`);
-      assert.deepEqual(normalizeIds(strip(a[i]!.text)), normalizeIds(strip(b[i]!.text)), `request ${i}`);
-    }
-  } finally {
-    await pool.close();
-    await inline.close();
+  const deep = '['.repeat(200_000) + ']'.repeat(200_000);
+  const bad = `{"api_key":"${PROJECT_TOKEN}","distinct_id":"deep","person_properties":{"email":${deep}}}`;
+  const bodies = Array.from({ length: 20 }, (_, i) => (i === 5 ? bad : JSON.stringify({ api_key: PROJECT_TOKEN, distinct_id: `u${i}` })));
+  const [a, b] = await Promise.all([
+    Promise.all(bodies.map((body) => postFlags(pool, body))),
+    Promise.all(bodies.map((body) => postFlags(inline, body))),
+  ]);
+  for (let i = 0; i < bodies.length; i++) {
+    assert.equal(a[i]!.status, i === 5 ? 400 : 200, `pool request ${i}`);
+    assert.equal(b[i]!.status, a[i]!.status, `inline request ${i}`);
+    assert.deepEqual(normalizeIds(strip(a[i]!.text)), normalizeIds(strip(b[i]!.text)), `request ${i}`);
   }
 });
 
 test('needsGeoip: true only for projects whose definitions read $geoip_* properties', async () => {
-  const withGeo = await startTestNode();
+  const withGeo = inline; // the standard world: geo-flag reads $geoip_country_code
   const without = await startTestNode({ changes: worldChanges(standardFlags().filter((f) => f.key !== 'geo-flag')) });
   try {
     assert.equal(new FlagsEngine(withGeo.store, NO_GEOIP, true).needsGeoip(1), true);
     assert.equal(new FlagsEngine(without.store, NO_GEOIP, false).needsGeoip(1), false);
   } finally {
-    await withGeo.close();
     await without.close();
   }
 });

@@ -2,11 +2,13 @@
  * posthog-node (the real client, pointed at the node) against our /flags and /flags/definitions:
  * remote getFeatureFlag / getAllFlags / payloads / groups, and local evaluation of our feed agreeing
  * with our remote /flags for 1,000 users on every flag posthog-node evaluates conclusively
+ * (getAllFlags for every user, getFeatureFlag flag by flag for the first 100)
  * (research/posthog-flag-evaluation.md §6; DESIGN.md "Evaluation core").
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { PostHog } from 'posthog-node';
+import { keepAliveClient } from '../../support/keep-alive.js';
 import { startTestNode, postFlags, flag, standardFlags, worldChanges, COHORT_7, PROJECT_TOKEN, PERSONAL_KEY, type TestNode } from './fixture.js';
 
 let node: TestNode;
@@ -74,6 +76,13 @@ test('local evaluation of /flags/definitions agrees with remote /flags for 1,000
   const client = new PostHog(PROJECT_TOKEN, {
     host: node.url, personalApiKey: PERSONAL_KEY, featureFlagsPollingInterval: 60_000, flushAt: 1000, flushInterval: 0, disableGeoip: true,
   });
+  // The 1,050 remote answers reuse connections (a new one per request cost twice the CPU).
+  const http = keepAliveClient(1);
+  const remoteFlags = async (body: Record<string, unknown>) => {
+    const r = await http.post(`${node.url}/flags?v=2`, body, { 'user-agent': 'posthog-node/5.70.0' });
+    assert.equal(r.status, 200, r.text);
+    return r.body;
+  };
   try {
     await client.waitForLocalEvaluationReady(10_000);
     const keys = flags().filter((f) => !f.is_remote_configuration).map((f) => f.key);
@@ -81,14 +90,18 @@ test('local evaluation of /flags/definitions agrees with remote /flags for 1,000
     const perFlag = new Map<string, number>();
     for (let n = 0; n < 1000; n++) {
       const u = user(n);
-      const remote = (await postFlags(node, {
+      const remote = await remoteFlags({
         token: PROJECT_TOKEN, distinct_id: u.distinctId, person_properties: { distinct_id: u.distinctId, ...u.personProperties }, groups: u.groups,
         group_properties: { organization: { $group_key: u.groups.organization, ...u.groupProperties.organization } }, geoip_disable: true,
-      }, { headers: { 'user-agent': 'posthog-node/5.70.0' } })).json();
+      });
+      const opts = { personProperties: u.personProperties, groups: u.groups, groupProperties: u.groupProperties, onlyEvaluateLocally: true };
+      // Every flag evaluated locally at once (posthog-node's getAllFlags: the same local core as
+      // getFeatureFlag, which costs 2.5 times as much per flag); the first 100 users also flag by
+      // flag through getFeatureFlag, which must agree.
+      const all = await client.getAllFlags(u.distinctId, opts);
       for (const key of keys) {
-        const local = await client.getFeatureFlag(key, u.distinctId, {
-          personProperties: u.personProperties, groups: u.groups, groupProperties: u.groupProperties, onlyEvaluateLocally: true, sendFeatureFlagEvents: false,
-        });
+        const local = all[key];
+        if (n < 100) assert.equal(await client.getFeatureFlag(key, u.distinctId, { ...opts, sendFeatureFlagEvents: false }), local, `getFeatureFlag ${key} for ${u.distinctId}`);
         const entry = remote.flags[key] as { enabled: boolean; variant: string | null } | undefined;
         if (local === undefined || entry === undefined) continue;
         assert.equal(local, entry.variant ?? entry.enabled, `${key} for ${u.distinctId}`);
@@ -105,11 +118,12 @@ test('local evaluation of /flags/definitions agrees with remote /flags for 1,000
       const u = user(n);
       const opts = { personProperties: u.personProperties, groups: u.groups, groupProperties: u.groupProperties, sendFeatureFlagEvents: false };
       const local = await client.getFeatureFlagPayload('mv-partial', u.distinctId, undefined, { ...opts, onlyEvaluateLocally: true });
-      const remote = (await postFlags(node, { token: PROJECT_TOKEN, distinct_id: u.distinctId, person_properties: u.personProperties }, { headers: { 'user-agent': 'posthog-node/5' } })).json();
+      const remote = await remoteFlags({ token: PROJECT_TOKEN, distinct_id: u.distinctId, person_properties: u.personProperties });
       const p = remote.flags['mv-partial'].metadata.payload;
       assert.deepEqual(local ?? null, p === null ? null : JSON.parse(p), u.distinctId);
     }
   } finally {
+    http.close();
     await client.shutdown();
   }
 });
