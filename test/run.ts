@@ -29,6 +29,11 @@ import { postgresCpuMs } from './support/postgres-cpu.js';
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** Where each run leaves its per-file wall times for the next run's order. */
 const durationsFile = path.join(here, 'durations.json');
+/**
+ * Committed wall times of a full run (test/durations.json): the order of a fresh clone's first
+ * run, and of any file this checkout has not timed yet. Only the order depends on them.
+ */
+const seedDurationsFile = path.join(here, '..', '..', 'test', 'durations.json');
 /** Where each run leaves every file's wall and CPU (the summary lists only the top ones). */
 const figuresFile = path.join(here, 'last-run.json');
 
@@ -104,7 +109,7 @@ async function main(): Promise<number> {
     console.log(`ℹ Postgres and the template database ready in ${((Date.now() - started) / 1000).toFixed(1)} s; ${files.length} files, ${concurrency()} at a time`);
     const scratchDir = fs.mkdtempSync(path.join(tmp, 'counts-'));
     const quiet = process.env.TEST_QUIET === '1';
-    const units = formUnits(files, expectation(files, readDurations(durationsFile), rel), rel);
+    const units = formUnits(files, expectation(files, { ...readDurations(seedDurationsFile), ...readDurations(durationsFile) }, rel), rel);
     console.log(`ℹ ${units.length} processes: ${units.filter((u) => u.length === 1).length} files alone, ${units.filter((u) => u.length > 1).length} batches`);
     const runs = await runFiles(units, {
       concurrency: concurrency(), env, scratchDir, fileTimeoutMs: FILE_TIMEOUT_MS,

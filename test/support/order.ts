@@ -4,8 +4,9 @@
  * of one long file starting last and running alone.
  *
  * A file's expected duration is its wall time in the previous run on this checkout (kept in
- * `dist/test/durations.json`); a file never timed here (a fresh clone, a new file) is estimated
- * from where it lives (system tests start whole stacks) and its size.
+ * `dist/test/durations.json`), else in the full run committed as `test/durations.json` (a fresh
+ * clone's first run); a file timed in neither (a new file) is estimated from where it lives
+ * (system tests start whole stacks) and its size.
  */
 import fs from 'node:fs';
 
