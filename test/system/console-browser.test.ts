@@ -90,7 +90,7 @@ test('the console: sign in, create and disable a flag the node serves, launch an
     assert.equal(await created.locator('tr[data-field="active"]').count(), 1);
     assert.equal(await created.locator('tr[data-field="deleted"]').count(), 0, 'false fields are left out');
     const ask = (email: string) => flags(node.http.url, t.projectKey, email, { person_properties: { email } });
-    await waitFor('the node serves the console\'s flag', async () => (await ask('ann@example.com')).body?.flags?.['console-flag']?.enabled === true, { timeoutMs: 30_000 });
+    await waitFor('the node serves the console\'s flag', async () => (await ask('ann@example.com')).body?.flags?.['console-flag']?.enabled === true, { timeoutMs: 30_000, intervalMs: 100 });
     const served = (await ask('ann@example.com')).body.flags['console-flag'];
     assert.equal(served.metadata.payload, '{"banner": "new"}', 'the payload as typed');
     assert.equal((await ask('bob@other.test')).body.flags['console-flag'].enabled, false);
@@ -111,7 +111,7 @@ test('the console: sign in, create and disable a flag the node serves, launch an
     await page.getByRole('button', { name: 'Delete' }).waitFor();
     await page.getByLabel('Roll out to', { exact: false }).fill('100');
     await page.getByRole('button', { name: 'Save' }).click();
-    await waitFor('the restored flag is served again', async () => (await ask('ann@example.com')).body?.flags?.['console-flag']?.enabled === true, { timeoutMs: 30_000 });
+    await waitFor('the restored flag is served again', async () => (await ask('ann@example.com')).body?.flags?.['console-flag']?.enabled === true, { timeoutMs: 30_000, intervalMs: 100 });
 
     // Disabled from the list: the node stops serving it. (A few more flags, as a project has.)
     await createFlag(c, { key: 'new-onboarding', name: 'Onboarding v2, 30 % of users', filters: { groups: [{ properties: [], rollout_percentage: 30 }] } });
@@ -123,7 +123,7 @@ test('the console: sign in, create and disable a flag the node serves, launch an
     await shot(page, 'flags-list');
     await page.getByLabel('Enable console-flag').click();
     // A disabled flag is left out of /flags (PostHog evaluates active flags only).
-    await waitFor('the node no longer serves the flag', async () => (await ask('ann@example.com')).body?.flags?.['console-flag']?.enabled !== true, { timeoutMs: 30_000 });
+    await waitFor('the node no longer serves the flag', async () => (await ask('ann@example.com')).body?.flags?.['console-flag']?.enabled !== true, { timeoutMs: 30_000, intervalMs: 100 });
     assert.equal((await ask('ann@example.com')).body.flags['console-flag'], undefined);
 
     // An experiment: created, launched, fed, read.
@@ -137,7 +137,7 @@ test('the console: sign in, create and disable a flag the node serves, launch an
     await page.waitForURL(/#\/experiments\/\d+$/);
     await page.getByRole('button', { name: 'Launch' }).click();
     await page.getByText('running', { exact: true }).waitFor();
-    await waitFor('the node serves the experiment flag', async () => typeof (await flags(node.http.url, t.projectKey, 'probe')).body?.flags?.['checkout-button']?.variant === 'string', { timeoutMs: 30_000 });
+    await waitFor('the node serves the experiment flag', async () => typeof (await flags(node.http.url, t.projectKey, 'probe')).body?.flags?.['checkout-button']?.variant === 'string', { timeoutMs: 30_000, intervalMs: 100 });
 
     ph = new PostHog(t.projectKey, { host: node.http.url, flushAt: 50, flushInterval: 0, disableGeoip: true });
     const exposed = new Map<string, number>();

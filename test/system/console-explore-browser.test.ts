@@ -101,7 +101,7 @@ test('the console: explore events, open a person with its flags and reasons, sch
     while (await page.getByRole('button', { name: 'Load more' }).isVisible()) {
       const before = await rows.count();
       await page.getByRole('button', { name: 'Load more' }).click();
-      await waitFor('the next page', async () => (await rows.count()) > before);
+      await waitFor('the next page', async () => (await rows.count()) > before, { intervalMs: 50 });
     }
     assert.equal(await rows.count(), total, 'every stored event, once');
     const times = (await page.locator('table.events tbody tr[data-event-id] td:nth-child(3)').allInnerTexts()).map(parseUtc);
@@ -120,7 +120,7 @@ test('the console: explore events, open a person with its flags and reasons, sch
     await waitFor('only ana-1 events', async () => {
       const people = await page.locator('table.events tbody tr[data-event-id] td:nth-child(2)').allInnerTexts();
       return people.length > 0 && people.every((p) => p === 'ana@example.com');
-    });
+    }, { intervalMs: 50 });
     await page.getByRole('button', { name: 'purchase' }).click();
     const props = page.getByRole('table', { name: 'Properties of purchase' });
     assert.equal(await props.getByRole('row', { name: /^amount/ }).locator('td').innerText(), '42');
@@ -129,7 +129,7 @@ test('the console: explore events, open a person with its flags and reasons, sch
     await page.getByLabel('Property', { exact: true }).fill('currency');
     await page.getByLabel('equals').fill('EUR');
     await page.getByRole('button', { name: 'Apply filters' }).click();
-    await waitFor('only the purchase', async () => (await rows.count()) === 1 && (await rows.innerText()).startsWith('purchase'));
+    await waitFor('only the purchase', async () => (await rows.count()) === 1 && (await rows.innerText()).startsWith('purchase'), { intervalMs: 50 });
     await page.getByRole('button', { name: 'purchase' }).click();
 
     // The person: distinct ids, properties, and each flag's value and reason as the node serves them.
@@ -149,7 +149,7 @@ test('the console: explore events, open a person with its flags and reasons, sch
     const served = await waitFor('the node knows the person', async () => {
       const f = (await flags(node.http.url, t.projectKey, evaluatedFor)).body?.flags;
       return f?.['pro-dashboard']?.enabled === true ? f : null;
-    }, { timeoutMs: 30_000 });
+    }, { timeoutMs: 30_000, intervalMs: 100 });
     for (const key of ['pro-dashboard', 'gradual-rollout', 'pricing-page']) {
       const [, value, reason] = await flagRow(key).allInnerTexts();
       const s = served[key];
@@ -164,7 +164,7 @@ test('the console: explore events, open a person with its flags and reasons, sch
 
     // Its events: every event of both its distinct ids, and nothing wider than a phone.
     await page.getByRole('link', { name: 'Events of this person' }).click();
-    await waitFor('the person\'s events', async () => (await rows.count()) > 0);
+    await waitFor('the person\'s events', async () => (await rows.count()) > 0, { intervalMs: 50 });
     const [own] = await t.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM events WHERE project_id = ${t.projectId} AND distinct_id IN ('ana-1', 'anon-7f3a')`;
     assert.equal(await rows.count(), own!.n);
     await page.setViewportSize({ width: 390, height: 844 });
@@ -179,7 +179,7 @@ test('the console: explore events, open a person with its flags and reasons, sch
     await page.getByRole('link', { name: 'Persons', exact: true }).click();
     await page.getByRole('searchbox').fill('ana@');
     await page.getByRole('button', { name: 'Search' }).click();
-    await waitFor('one match', async () => (await page.locator('table.persons tbody tr').allInnerTexts()).length === 1);
+    await waitFor('one match', async () => (await page.locator('table.persons tbody tr').allInnerTexts()).length === 1, { intervalMs: 50 });
     await page.getByRole('link', { name: 'ana@example.com' }).click();
     await page.getByRole('heading', { name: 'ana@example.com' }).waitFor();
 
@@ -206,7 +206,7 @@ test('the console: explore events, open a person with its flags and reasons, sch
     await form.getByLabel('When (UTC)').fill(new Date(Date.now() + 3000).toISOString().slice(0, 19));
     await form.getByRole('button', { name: 'Schedule change' }).click();
     await page.locator('table.scheduled tr', { hasText: 'Enable the flag' }).waitFor();
-    await waitFor('the node serves the scheduled enable', async () => (await flags(node.http.url, t.projectKey, 'ana-1')).body?.flags?.['beta-banner']?.enabled === true, { timeoutMs: 30_000 });
+    await waitFor('the node serves the scheduled enable', async () => (await flags(node.http.url, t.projectKey, 'ana-1')).body?.flags?.['beta-banner']?.enabled === true, { timeoutMs: 30_000, intervalMs: 100 });
     await page.locator('table.scheduled tr[data-state="executed"]', { hasText: 'Enable the flag' }).waitFor({ timeout: 30_000 });
     await page.locator('input[aria-label="Enabled"]:checked').waitFor(); // the flag's switch follows
     const failed = page.locator('table.scheduled tr[data-state="failed"]');

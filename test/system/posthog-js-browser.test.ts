@@ -66,7 +66,7 @@ test('posthog-js in Chromium: remote config, flags equal to /flags, and every ev
     await createFlag(c, { key: 'bx-cohort', filters: { groups: [{ properties: [{ key: 'id', type: 'cohort', value: cohort }], rollout_percentage: 100 }] } });
     const keys = ['bx-mv', 'bx-rollout', 'bx-off', 'bx-email', 'bx-org-pro', 'bx-cohort'];
     await waitReady(node.http.url);
-    await waitFor('the node serving the flags', async () => (await flags(node.http.url, c.t.projectKey, 'probe')).body.flags?.['bx-cohort'] !== undefined, { timeoutMs: 30_000 });
+    await waitFor('the node serving the flags', async () => (await flags(node.http.url, c.t.projectKey, 'probe')).body.flags?.['bx-cohort'] !== undefined, { timeoutMs: 30_000, intervalMs: 100 });
 
     browser = await launchChromium();
     const page = await browser.newPage();

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { runCommand } from '../support/run-command.js';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from '../support/wait.js';
-import { startCluster, waitReady } from './support.js';
+import { flags, startCluster, waitReady } from './support.js';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
@@ -49,10 +49,11 @@ test('the README tour works as written: create a flag, evaluate it with posthog-
 
     const created = JSON.parse(await sh(blocks[1]!));
     assert.equal(created.key, 'new-checkout', JSON.stringify(created));
-    await waitFor('the node serves new-checkout', async () => {
-      const answer = JSON.parse(await sh(blocks[2]!));
-      return answer.flags?.['new-checkout']?.enabled === true;
-    }, { timeoutMs: 20_000, intervalMs: 100 });
+    // Waited for in-process (a bash and curl per poll cost more than the wait), then the block runs.
+    await waitFor('the node serves new-checkout', async () => (await flags(node.http.url, t.projectKey, 'user-42', { person_properties: { email: 'ada@example.com' } })).body?.flags?.['new-checkout']?.enabled === true,
+      { timeoutMs: 20_000, intervalMs: 100 });
+    const answer = JSON.parse(await sh(blocks[2]!));
+    assert.equal(answer.flags?.['new-checkout']?.enabled, true, JSON.stringify(answer));
 
     const evaluated = await js(blocks[3]!, 'tour.mjs');
     assert.match(evaluated, /new-checkout for user-42: true \{ color: 'blue' \}/);
