@@ -277,6 +277,9 @@ function constantLoad(workers: number, send: () => Promise<boolean>) {
   return { results, stop: async () => { running = false; await Promise.all(loops); } };
 }
 
+/** Concurrent request loops of the drain test. */
+const WORKERS = 4;
+
 test('SIGTERM drains: /_ready 503 draining, no failed request during the drain, exit 0 (node and control plane)', async () => {
   const { keys, b: cp, n1: node } = stack!;
   const created = await api(cp.api, keys.personal, 'POST', `/api/projects/${cp.projectId}/feature_flags/`, {
@@ -289,8 +292,9 @@ test('SIGTERM drains: /_ready 503 draining, no failed request during the drain, 
     ['node', node.proc, node.url, async () => (await enabledOn(node.url, keys.project, 'drain-flag')) === true],
     ['control plane', cp.proc, cp.api, async () => (await api(cp.api, keys.personal, 'GET', `/api/projects/${cp.projectId}/feature_flags/${created.body.id}/`)).status === 200],
   ] as const) {
-    const load = constantLoad(4, send);
-    await new Promise((r) => setTimeout(r, 500));
+    const load = constantLoad(WORKERS, send);
+    // The load runs (twice as many answers as workers so far) before the signal.
+    await waitFor(`${name} under load`, () => load.results.filter((x) => x.ok).length >= 2 * WORKERS, { timeoutMs: 10_000, intervalMs: 10 });
     const signalledAt = performance.now();
     proc.child.kill('SIGTERM');
     // Not ready soon after the signal, with the reason.
