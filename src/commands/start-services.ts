@@ -14,7 +14,6 @@ import { resolveClusterToken } from './cluster-token.js';
 import { printStartSummary } from './print-bootstrap.js';
 import { CONSOLE_DIR } from '../control-plane/http/console.js';
 import { drainPlan, onShutdown, shutdownSignal } from './shutdown.js';
-import { SERVICES_ARG } from './start.js';
 
 /** How long the start's summary waits for log lines still on their way from worker threads, in ms. */
 const START_LOGS_SETTLE_MS = 100;
@@ -22,7 +21,7 @@ const START_LOGS_SETTLE_MS = 100;
 /** The services child: control plane and node on the supervisor's database, until signalled or orphaned. */
 export async function runServices(): Promise<number> {
   const base = loadConfig();
-  if (!base.databaseUrl) throw new Error(`start ${SERVICES_ARG} runs under switchyard start, which sets DATABASE_URL`);
+  if (!base.databaseUrl) throw new Error('start --services runs under switchyard start, which sets DATABASE_URL');
   const config = Object.freeze({ ...base, clusterToken: resolveClusterToken(base) });
   const log = createLogger(config.logLevel);
   if (process.connected) {
