@@ -5,7 +5,8 @@
  * Two processes, so that Postgres is never left running by a crash: this one is a small
  * supervisor that owns the database (control-plane/db/database.ts: starts or adopts the
  * embedded cluster) and runs the services (control plane and node) in a child process
- * (`start --services`, with DATABASE_URL pointing at that database). A segfault or SIGKILL of
+ * (`start --services`, start-services.ts, with DATABASE_URL pointing at that database; the
+ * supervisor never loads the services' modules). A segfault or SIGKILL of
  * the services kills only the child; the supervisor then logs it at error level, stops Postgres
  * and exits 1. Ctrl-C (SIGINT or SIGTERM to the supervisor, passed on to the services: SIGTERM
  * drains them first, docs/operations.md) stops the services cleanly, node first, then Postgres,
@@ -19,21 +20,12 @@
  * cluster left running then is adopted by the next start (database.ts).
  */
 import fs from 'node:fs';
-import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../config.js';
 import { createLogger } from '../log.js';
 import { openDatabase } from '../control-plane/db/database.js';
-import { startControlPlane, type ControlPlane } from '../control-plane/index.js';
-import { startNodeService, type NodeService } from '../eval-node/service.js';
-import { resolveClusterToken } from './cluster-token.js';
-import { printStartSummary } from './print-bootstrap.js';
-import { CONSOLE_DIR } from '../control-plane/http/console.js';
-import { drainPlan, onShutdown, shutdownSignal } from './shutdown.js';
-
-/** How long the start's summary waits for log lines still on their way from worker threads, in ms. */
-const START_LOGS_SETTLE_MS = 100;
+import { shutdownSignal } from './shutdown.js';
 
 /** The argument that makes `start` the services child. */
 export const SERVICES_ARG = '--services';
@@ -52,7 +44,8 @@ function spawnServices(env: NodeJS.ProcessEnv): ChildProcess {
 
 /** Runs until stopped; returns the exit code (1 when the services died on their own). */
 export async function run(argv: string[]): Promise<number> {
-  return argv[0] === SERVICES_ARG ? runServices() : supervise();
+  // The supervisor loads only what it runs; the services' modules load in the child.
+  return argv[0] === SERVICES_ARG ? (await import('./start-services.js')).runServices() : supervise();
 }
 
 /** The supervisor: database, then the services child; see the module doc. */
@@ -83,49 +76,4 @@ async function supervise(): Promise<number> {
   if (died) log.error({ code: end.code, signal: end.signal, pid: child.pid }, 'the services process (control plane and node) died; stopping Postgres');
   await db.release().catch((e) => log.error({ err: e }, 'error while stopping Postgres'));
   return died || (end.code ?? 1) !== 0 ? 1 : 0;
-}
-
-/** The services child: control plane and node on the supervisor's database, until signalled or orphaned. */
-async function runServices(): Promise<number> {
-  const base = loadConfig();
-  if (!base.databaseUrl) throw new Error(`start ${SERVICES_ARG} runs under switchyard start, which sets DATABASE_URL`);
-  const config = Object.freeze({ ...base, clusterToken: resolveClusterToken(base) });
-  const log = createLogger(config.logLevel);
-  if (process.connected) {
-    // The supervisor is gone (killed): stop serving at once so the next start finds the ports free.
-    process.once('disconnect', () => {
-      log.error('the switchyard start supervisor is gone; exiting');
-      process.exit(1);
-    });
-    process.channel?.unref(); // the channel alone does not keep this process running
-  }
-  const signal = shutdownSignal();
-  let cp: ControlPlane | null = null;
-  let node: NodeService | null = null;
-  const stop = async () => {
-    await node?.close();
-    await cp?.close();
-  };
-  try {
-    cp = await startControlPlane(config, log, config.databaseUrl!);
-    node = await startNodeService(Object.freeze({
-      ...config,
-      dataDir: path.join(config.dataDir, 'node'),
-      controlPlane: `127.0.0.1:${cp.grpc!.port}`,
-    }), log);
-  } catch (e) {
-    await stop().catch(() => {});
-    throw e;
-  }
-  const consoleBuilt = fs.existsSync(path.join(CONSOLE_DIR, 'app.js'));
-  // IO threads' log lines reach stdout through the main thread's event loop, after it moved on:
-  // let those written during the start arrive first, so the summary ends the start's output.
-  await new Promise((r) => setTimeout(r, START_LOGS_SETTLE_MS));
-  printStartSummary(cp.bootstrap, {
-    apiUrl: cp.http.url, consoleUrl: consoleBuilt ? `${cp.http.url}/` : null, flagsUrl: node.http.url,
-    grpc: `${config.host}:${cp.grpc!.port}`, clusterTokenFile: path.join(config.dataDir, 'cluster-token'),
-  }, config.bootstrapPersonalApiKey);
-  await onShutdown(stop, log, signal, drainPlan(config, () => { node?.drain(); cp?.drain(); }));
-  process.removeAllListeners('disconnect');
-  return 0;
 }

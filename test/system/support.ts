@@ -17,6 +17,9 @@ import { startControlPlane, type ControlPlane } from '../../src/control-plane/in
 import { startNodeService, type NodeService } from '../../src/eval-node/service.js';
 import { startTestControlPlane, type TestControlPlane } from '../support/control-plane.js';
 import { waitFor } from '../support/wait.js';
+import { get, type Reply } from './http-calls.js';
+
+export { flags, get, post, type Reply } from './http-calls.js';
 
 /** Quiet unless SYS_LOG names a level (e.g. SYS_LOG=warn node dist/test/run.js test/system). */
 export const log = createLogger(process.env.SYS_LOG ?? 'silent');
@@ -119,40 +122,11 @@ export async function startCluster(overrides: Partial<Config> = {}): Promise<Sys
   return c;
 }
 
-/** A JSON response. */
-export interface Reply { status: number; body: any; text: string; headers: Headers }
-
-export async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Reply> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: typeof body === 'string' || body instanceof Uint8Array ? body as BodyInit : JSON.stringify(body),
-    signal: AbortSignal.timeout(15_000),
-  });
-  const text = await res.text();
-  let parsed: unknown;
-  try { parsed = text ? JSON.parse(text) : undefined; } catch { parsed = undefined; }
-  return { status: res.status, body: parsed, text, headers: res.headers };
-}
-
-export async function get(url: string): Promise<Reply> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(15_000) });
-  const text = await res.text();
-  let parsed: unknown;
-  try { parsed = text ? JSON.parse(text) : undefined; } catch { parsed = undefined; }
-  return { status: res.status, body: parsed, text, headers: res.headers };
-}
-
 /** Creates a flag through the management API (F2); asserts 201 and returns the flag. */
 export async function createFlag(c: SystemCluster, body: Record<string, unknown>): Promise<{ id: number; key: string; version: number }> {
   const r = await c.t.request('POST', `/api/projects/${c.t.projectId}/feature_flags/`, { body });
   assert.equal(r.status, 201, r.text);
   return r.body as { id: number; key: string; version: number };
-}
-
-/** `POST /flags?v=2` on `nodeUrl`. */
-export function flags(nodeUrl: string, token: string, distinctId: string, extra: Record<string, unknown> = {}): Promise<Reply> {
-  return post(`${nodeUrl}/flags?v=2`, { api_key: token, distinct_id: distinctId, ...extra });
 }
 
 /** Waits until `GET /_ready` answers 200. */
