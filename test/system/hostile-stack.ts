@@ -111,12 +111,20 @@ async function probeMs(url: string, deadlineMs: number, init: RequestInit = {}):
   } catch { return Infinity; }
 }
 
+/** How B's traffic is paced (hostile-load.ts): loops per series, and pauses before and after a window's `denseSamples`. */
+export type LoadShape = Pick<LoadOptions, 'flagsLoops' | 'apiLoops' | 'pauseMs' | 'denseSamples' | 'sparsePauseMs'>;
+
+/**
+ * B's default traffic: three `/flags` loops and two management loops pausing 20 ms until a window
+ * holds 150 `/flags` and 100 management samples (what a p99 needs), then 80 ms.
+ */
+export const DEFAULT_LOAD: LoadShape = { flagsLoops: 3, apiLoops: 2, pauseMs: 20, denseSamples: { flags: 150, api: 100 }, sparsePauseMs: 80 };
+
 /**
  * Starts the stack; `cpOverrides` adjust the control plane's config (fields unknown to Config
- * are passed as they are, for knobs a fix may add). The B load runs `flagsLoops` + `apiLoops`
- * loops pausing `pauseMs` between requests.
+ * are passed as they are, for knobs a fix may add); `load` shapes B's traffic.
  */
-export async function startHostileStack(cpOverrides: Record<string, unknown> = {}, load = { flagsLoops: 3, apiLoops: 2, pauseMs: 20 }): Promise<HostileStack> {
+export async function startHostileStack(cpOverrides: Record<string, unknown> = {}, load: LoadShape = DEFAULT_LOAD): Promise<HostileStack> {
   const t = await startTestControlPlane(cpOverrides as Partial<Config>);
   const cleanups: (() => Promise<void>)[] = [() => t.close()];
   const close = async () => { for (const c of cleanups.reverse()) await c().catch(() => {}); };
