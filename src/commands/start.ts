@@ -25,11 +25,8 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../config.js';
 import { createLogger } from '../log.js';
 import { openDatabase } from '../control-plane/db/database.js';
-import { startControlPlane, type ControlPlane } from '../control-plane/index.js';
-import { startNodeService, type NodeService } from '../eval-node/service.js';
-import { resolveClusterToken } from './cluster-token.js';
-import { printStartSummary } from './print-bootstrap.js';
-import { CONSOLE_DIR } from '../control-plane/http/console.js';
+import type { ControlPlane } from '../control-plane/index.js';
+import type { NodeService } from '../eval-node/service.js';
 import { drainPlan, onShutdown, shutdownSignal } from './shutdown.js';
 
 /** How long the start's summary waits for log lines still on their way from worker threads, in ms. */
@@ -87,6 +84,12 @@ async function supervise(): Promise<number> {
 
 /** The services child: control plane and node on the supervisor's database, until signalled or orphaned. */
 async function runServices(): Promise<number> {
+  // Loaded here, not at the top: the supervisor needs none of them (they cost it about a second
+  // of CPU at each start and their memory for as long as it runs).
+  const [{ startControlPlane }, { startNodeService }, { resolveClusterToken }, { printStartSummary }, { CONSOLE_DIR }] = await Promise.all([
+    import('../control-plane/index.js'), import('../eval-node/service.js'), import('./cluster-token.js'),
+    import('./print-bootstrap.js'), import('../control-plane/http/console.js'),
+  ]);
   const base = loadConfig();
   if (!base.databaseUrl) throw new Error(`start ${SERVICES_ARG} runs under switchyard start, which sets DATABASE_URL`);
   const config = Object.freeze({ ...base, clusterToken: resolveClusterToken(base) });
