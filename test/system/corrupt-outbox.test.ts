@@ -6,7 +6,8 @@
  * counted in /metrics and the log. Two kinds of damage: 64 bytes overwritten at offsets 16 and
  * 4112 (both LMDB meta pages: a SIGSEGV at open before) and 64 bytes over the header of the
  * leaf page holding the newest entries. Real control plane, real `switchyard eval-node`
- * child processes, real files.
+ * child processes, real files (the first outbox is written by an in-process node; every start
+ * on a damaged outbox is a child process).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -64,19 +65,26 @@ test('a node with a damaged capture outbox starts, captures on a fresh one and d
   try {
     const dir = c.tempDir();
     const outbox = path.join(dir, 'capture-outbox');
-    const env = { SWITCHYARD_LOG_LEVEL: 'info', SWITCHYARD_IO_THREADS: '1', SWITCHYARD_KEEP_MOVED_ASIDE: '1' };
-    let node = await spawnNode(c, dir, undefined, env);
-    procs.push(node);
-    await waitReady(node.url);
-    await waitForEventsOnce(c.t, await capture(c, node.url, 3, 5, 'shipped')); // the outbox has a history
+    // No drain on SIGTERM (SWITCHYARD_DRAIN_SECONDS: the 5 s of /_ready 503 for load balancers are
+    // no part of this test; the stop itself, with its last attempt to ship, still runs).
+    const env = { SWITCHYARD_LOG_LEVEL: 'info', SWITCHYARD_IO_THREADS: '1', SWITCHYARD_KEEP_MOVED_ASIDE: '1', SWITCHYARD_DRAIN_SECONDS: '0' };
+    // The outbox to damage first is written by an in-process node on the same data dir, stopped
+    // as SIGTERM stops a child (service close: its last attempt to ship, the outbox closed).
+    const first = await c.startNode(dir, { ioThreads: 1 });
+    let held: string[];
+    try {
+      await waitReady(first.http.url);
+      await waitForEventsOnce(c.t, await capture(c, first.http.url, 3, 5, 'shipped')); // the outbox has a history
 
-    // 1. Both meta pages overwritten (offsets 16 and 4112).
-    await c.stopGrpc();
-    const held = await capture(c, node.url, 40, 10, 'held');
-    await node.kill('SIGTERM');
+      // 1. Both meta pages overwritten (offsets 16 and 4112).
+      await c.stopGrpc();
+      held = await capture(c, first.http.url, 40, 10, 'held');
+    } finally {
+      await first.close();
+    }
     assert.equal((await eventCounts(c.t, held)).size, 0, 'nothing shipped while gRPC was down');
     overwrite(path.join(outbox, 'data.mdb'), [16, 4112]);
-    node = await spawnNode(c, dir, undefined, env);
+    let node = await spawnNode(c, dir, undefined, env);
     procs.push(node);
     await waitReady(node.url);
     assert.match(node.output(), /"level":50[^\n]*capture outbox is damaged; moved it aside/, 'logged at error level');
@@ -111,7 +119,7 @@ test('a node with a damaged capture outbox starts, captures on a fresh one and d
     const recoveredEvents = await metric(node.url, 'switchyard_node_capture_outbox_recovered_events_total');
     assert.ok(recoveredEvents > 0, 'the readable pages were recovered');
     await c.startGrpc();
-    await waitFor('the outbox drained', async () => await metric(node.url, 'switchyard_node_capture_outbox_bytes') === 0, { timeoutMs: 60_000 });
+    await waitFor('the outbox drained', async () => await metric(node.url, 'switchyard_node_capture_outbox_bytes') === 0, { timeoutMs: 60_000, intervalMs: 100 });
     const counts = await eventCounts(c.t, [...held, ...fresh, ...held2]);
     for (const [u, n] of counts) assert.equal(n, 1, `event ${u} stored ${n} times`);
     const arrived = held2.filter((u) => counts.has(u)).length;

@@ -4,16 +4,25 @@
  * reads) starts anyway: it logs that it moved the store aside, rebuilds it from the control
  * plane and answers /flags as before. Real control plane, real `switchyard eval-node` child
  * processes, real files; and the rebuilt store's files are private (0700 dir, 0600 files).
+ * The sound store the damage is applied to is built by an in-process node on the same data dir
+ * (it gives the answers expected after each rebuild); every start on a damaged or rebuilt store
+ * is a child process.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { prng } from '../support/prng.js';
-import { flags, spawnNode, startCluster, waitReady, type SystemCluster } from './support.js';
+import { flags, spawnNode, startCluster, waitReady, type NodeProcess, type SystemCluster } from './support.js';
 
 const USERS = Array.from({ length: 20 }, (_, i) => `user-${i}`);
 const PAGE = 4096;
+/**
+ * The child nodes' environment: the info log (where the move is told), one IO thread (the
+ * store is checked, moved aside and rebuilt by the main thread before any IO thread opens it) and
+ * no drain on SIGTERM (the 5 s of `/_ready` 503 for load balancers are no part of this test).
+ */
+const CHILD_ENV = { SWITCHYARD_LOG_LEVEL: 'info', SWITCHYARD_IO_THREADS: '1', SWITCHYARD_DRAIN_SECONDS: '0' };
 
 async function answers(c: SystemCluster, url: string): Promise<string[]> {
   const out: string[] = [];
@@ -59,14 +68,19 @@ test('a node with a damaged store moves it aside, rebuilds it from the control p
     }
     const dataDir = c.tempDir();
     const store = path.join(dataDir, 'lmdb');
-    let node = await spawnNode(c, dataDir);
-    await waitReady(node.url);
-    const before = await answers(c, node.url);
-    await node.kill();
+    const builder = await c.startNode(dataDir);
+    let before: string[];
+    try {
+      await waitReady(builder.http.url);
+      before = await answers(c, builder.http.url);
+    } finally {
+      await builder.close();
+    }
+    let node: NodeProcess;
 
     for (const [name, damage] of Object.entries(DAMAGE)) {
       damage(path.join(store, 'data.mdb'));
-      node = await spawnNode(c, dataDir, undefined, { SWITCHYARD_LOG_LEVEL: 'info' });
+      node = await spawnNode(c, dataDir, undefined, CHILD_ENV);
       try {
         await waitReady(node.url);
         assert.match(node.output(), /node store is damaged; moved it aside/, `${name}: the move is logged`);
@@ -81,7 +95,7 @@ test('a node with a damaged store moves it aside, rebuilds it from the control p
     assert.equal(fs.readdirSync(dataDir).filter((d) => d.startsWith('lmdb.corrupt-')).length, Object.keys(DAMAGE).length);
 
     // A sound store is not moved: the next start keeps it.
-    node = await spawnNode(c, dataDir, undefined, { SWITCHYARD_LOG_LEVEL: 'info' });
+    node = await spawnNode(c, dataDir, undefined, CHILD_ENV);
     try {
       await waitReady(node.url);
       assert.doesNotMatch(node.output(), /moved it aside/);

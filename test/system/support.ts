@@ -211,7 +211,8 @@ export async function spawnNode(c: SystemCluster, dataDir: string, port?: number
     output: () => output,
     async kill(signal = 'SIGTERM') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
+      // Unref'd: a pending wait must not keep the test process alive once the child is gone.
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000).unref())]);
       if (child.exitCode === null && child.signalCode === null) { child.kill('SIGKILL'); await exited; }
     },
   };
