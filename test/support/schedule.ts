@@ -60,8 +60,6 @@ export interface ScheduleOptions {
 const reporterPath = new URL('./reporter.js', import.meta.url).pathname;
 /** The compiled batch entry. */
 const batchEntryPath = new URL('./batch-entry.js', import.meta.url).pathname;
-/** Preloaded into every test process: node:test's per-promise hook stays off (no-resource-hook.ts). */
-const preloadUrl = new URL('./no-resource-hook.js', import.meta.url).href;
 
 /** How long to wait for a killed file's pipes to drain, in milliseconds. */
 const DRAIN_MS = 2_000;
@@ -99,7 +97,6 @@ function runUnit(files: readonly string[], index: number, opts: ScheduleOptions)
   // A batch may take as long as its files together would; it is killed as a whole.
   const timeoutMs = opts.fileTimeoutMs * Math.max(1, Math.ceil(files.length / 4));
   const child = spawn(process.execPath, [
-    `--import=${preloadUrl}`,
     '--test-reporter=spec', '--test-reporter-destination=stdout',
     `--test-reporter=${reporterPath}`, '--test-reporter-destination=stderr', // it writes countsFile itself
     ...(files.length === 1 ? [file] : [batchEntryPath, ...files]),
