@@ -1,6 +1,6 @@
 /**
- * `make test`: runs every `*.test.js` under dist/test, each system test in its own node process
- * and the others in a few batches that share one (test/support/batches.ts, schedule.ts), longest
+ * `make test`: runs every `*.test.js` under dist/test in a few batches per folder, each batch
+ * one node process running its files one after another (test/support/batches.ts, schedule.ts), longest
  * first (test/support/order.ts), and ends with a summary listing the slowest files
  * (test/support/summary.ts). Exits 1 when any file fails.
  *

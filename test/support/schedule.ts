@@ -94,8 +94,9 @@ function runUnit(files: readonly string[], index: number, opts: ScheduleOptions)
   const file = files[0]!;
   const countsFile = path.join(opts.scratchDir, `${index}.json`);
   const started = Date.now();
-  // A batch may take as long as its files together would; it is killed as a whole.
-  const timeoutMs = opts.fileTimeoutMs * Math.max(1, Math.ceil(files.length / 4));
+  // A batch may take as long as its files together would (a system batch holds several of the
+  // longest files); it is killed as a whole.
+  const timeoutMs = opts.fileTimeoutMs * Math.max(1, Math.ceil(files.length / 2));
   const child = spawn(process.execPath, [
     '--test-reporter=spec', '--test-reporter-destination=stdout',
     `--test-reporter=${reporterPath}`, '--test-reporter-destination=stderr', // it writes countsFile itself
