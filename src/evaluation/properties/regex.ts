@@ -55,6 +55,20 @@ import { estimateProgramUnits } from './regex-size.js';
  */
 export const BACKTRACK_TIMEOUT_MS = 50;
 
+/**
+ * A backtracking search stopped by {@link BACKTRACK_TIMEOUT_MS} is run again when the
+ * process spent less than this fraction of the limit in CPU meanwhile: the limit is wall time
+ * (node:vm's watchdog), so a thread descheduled on an overloaded machine, or a process stopped
+ * and resumed, ran out of time without searching, which would answer a false no-match. A search
+ * that really runs to the limit spends about all of it in CPU and is not run again.
+ */
+export const STARVED_CPU_FRACTION = 0.5;
+/**
+ * Most times a starved search is run again ({@link STARVED_CPU_FRACTION}). A starved run costs
+ * wall time, not CPU, and a request's evaluation budget bounds that wall time anyway.
+ */
+const MAX_STARVED_RERUNS = 2;
+
 /** A pattern compiled once. */
 export interface CompiledRegex {
   /** The RE2 program, when RE2 runs the pattern. */
@@ -180,7 +194,8 @@ const search = new vm.Script('r.test(s)');
  * operators false) when the subject is longer than {@link MAX_MATCH_SUBJECT_CHARS}, when the
  * request's evaluation budget is already spent, or when a backtracking search ran out of time;
  * that time is min({@link BACKTRACK_TIMEOUT_MS}, budget left), and a search stopped by the
- * budget marks it spent (budget.ts).
+ * budget marks it spent (budget.ts). A search stopped by the time limit without having had the
+ * CPU to search ({@link STARVED_CPU_FRACTION}) runs again, up to twice.
  */
 export function regexSearch(compiled: CompiledRegex, subject: string): boolean | null {
   if (subject.length > MAX_MATCH_SUBJECT_CHARS) return null;
@@ -192,11 +207,25 @@ export function regexSearch(compiled: CompiledRegex, subject: string): boolean |
   box.r = compiled.backtracking!;
   box.s = subject;
   try {
-    // vm wants a positive integer; rounding up overruns the budget by under 1 ms.
-    return search.runInContext(sandbox, { timeout: byBudget ? Math.ceil(left) : BACKTRACK_TIMEOUT_MS }) as boolean;
-  } catch {
-    if (byBudget) markSpent();
-    return null;
+    if (byBudget) {
+      try {
+        // vm wants a positive integer; rounding up overruns the budget by under 1 ms.
+        return search.runInContext(sandbox, { timeout: Math.ceil(left) }) as boolean;
+      } catch {
+        markSpent();
+        return null;
+      }
+    }
+    for (let attempt = 0; ; attempt++) {
+      const before = process.cpuUsage();
+      try {
+        return search.runInContext(sandbox, { timeout: BACKTRACK_TIMEOUT_MS }) as boolean;
+      } catch {
+        const used = process.cpuUsage(before);
+        const starved = (used.user + used.system) / 1000 < STARVED_CPU_FRACTION * BACKTRACK_TIMEOUT_MS;
+        if (attempt >= MAX_STARVED_RERUNS || !starved || remainingMs() === 0) return null;
+      }
+    }
   } finally {
     box.r = undefined;
     box.s = undefined;
