@@ -195,35 +195,33 @@ const search = new vm.Script('r.test(s)');
  * request's evaluation budget is already spent, or when a backtracking search ran out of time;
  * that time is min({@link BACKTRACK_TIMEOUT_MS}, budget left), and a search stopped by the
  * budget marks it spent (budget.ts). A search stopped by the time limit without having had the
- * CPU to search ({@link STARVED_CPU_FRACTION}) runs again, up to twice.
+ * CPU to search ({@link STARVED_CPU_FRACTION}) runs again, up to twice, each time within what
+ * is left of the budget.
  */
 export function regexSearch(compiled: CompiledRegex, subject: string): boolean | null {
   if (subject.length > MAX_MATCH_SUBJECT_CHARS) return null;
-  const left = remainingMs();
-  if (left === 0) return null;
+  const firstLeft = remainingMs();
+  if (firstLeft === 0) return null;
   if (compiled.re2 !== null && !(compiled.boundaries && !ASCII.test(subject))) return compiled.re2.test(subject);
-  const byBudget = left < BACKTRACK_TIMEOUT_MS;
   const box = sandbox as { r?: RegExp; s?: string };
   box.r = compiled.backtracking!;
   box.s = subject;
   try {
-    if (byBudget) {
-      try {
-        // vm wants a positive integer; rounding up overruns the budget by under 1 ms.
-        return search.runInContext(sandbox, { timeout: Math.ceil(left) }) as boolean;
-      } catch {
-        markSpent();
-        return null;
-      }
-    }
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 0, left = firstLeft; ; attempt++, left = remainingMs()) {
+      if (left === 0) return null;
+      const byBudget = left < BACKTRACK_TIMEOUT_MS;
       const before = process.cpuUsage();
       try {
-        return search.runInContext(sandbox, { timeout: BACKTRACK_TIMEOUT_MS }) as boolean;
+        // vm wants a positive integer; rounding up overruns the budget by under 1 ms.
+        return search.runInContext(sandbox, { timeout: byBudget ? Math.ceil(left) : BACKTRACK_TIMEOUT_MS }) as boolean;
       } catch {
+        if (byBudget) {
+          markSpent();
+          return null;
+        }
         const used = process.cpuUsage(before);
         const starved = (used.user + used.system) / 1000 < STARVED_CPU_FRACTION * BACKTRACK_TIMEOUT_MS;
-        if (attempt >= MAX_STARVED_RERUNS || !starved || remainingMs() === 0) return null;
+        if (attempt >= MAX_STARVED_RERUNS || !starved) return null;
       }
     }
   } finally {
