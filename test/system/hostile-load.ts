@@ -8,7 +8,7 @@
  * plane, rotating over several personal API keys so the per-key rate limit is never reached);
  * `{type: 'end'}` stops issuing, waits for the requests in flight (each bounded by
  * `requestTimeoutMs`) and posts a {@link LoadReport}. Requests go through `node:http` on connections
- * kept alive through a window (one per loop): a request costs this thread a fraction of what
+ * kept alive through a window (one per loop; test/support/keep-alive.ts): a request costs this thread a fraction of what
  * `fetch` does, so the machine's cores go to the servers under test.
  *
  * Pacing: each loop pauses `pauseMs` between requests until its series holds `denseSamples` in
@@ -16,8 +16,8 @@
  * held connection, a query run to its deadline) does not pile up thousands that add nothing to a
  * p99 already resting on a hundred or more. A stall still catches every loop's request in flight.
  */
-import http from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
+import { keepAliveClient, KeepAliveTimeout, type KeepAliveClient } from '../support/keep-alive.js';
 
 /** What the worker drives. */
 export interface LoadOptions {
@@ -54,27 +54,7 @@ let counter = 0;
  * Kept-alive connections, at most one per loop, for one window: made at `begin` and closed at
  * `end`, so no connection sits idle between windows for a server's idle timeout to close under it.
  */
-let agent = new http.Agent();
-
-/** Raised when a request passes `requestTimeoutMs`. */
-class RequestTimeout extends Error {}
-
-/**
- * Sends one request and reads its whole answer; resolves with the status.
- * @throws RequestTimeout past `requestTimeoutMs`; the network error otherwise.
- */
-function send(url: string, method: string, headers: Record<string, string>, body?: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method, agent, headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
-      res.on('data', () => {});
-      res.on('end', () => { clearTimeout(timer); resolve(res.statusCode ?? 0); });
-      res.on('error', (e) => { clearTimeout(timer); reject(e); });
-    });
-    const timer = setTimeout(() => req.destroy(new RequestTimeout()), opts.requestTimeoutMs);
-    req.on('error', (e) => { clearTimeout(timer); reject(e); });
-    req.end(body);
-  });
-}
+let client: KeepAliveClient = keepAliveClient(1);
 
 /** Times one request into `into`; a non-2xx answer or a network error is an error. */
 async function timed(into: () => SeriesReport, request: () => Promise<number>): Promise<void> {
@@ -85,19 +65,22 @@ async function timed(into: () => SeriesReport, request: () => Promise<number>): 
     if (status < 200 || status > 299) into().errors.push(`HTTP ${status}`);
   } catch (e) {
     into().latencies.push(performance.now() - started);
-    into().errors.push(e instanceof RequestTimeout ? `timeout ${opts.requestTimeoutMs} ms` : (e as Error).message);
+    into().errors.push(e instanceof KeepAliveTimeout ? `timeout ${opts.requestTimeoutMs} ms` : (e as Error).message);
   }
 }
 
 function flagsRequest(): Promise<number> {
   const n = counter++;
-  return send(`${opts.nodeUrl}/flags?v=2`, 'POST', { 'content-type': 'application/json' },
-    JSON.stringify({ api_key: opts.projectToken, distinct_id: `victim-${n}`, person_properties: { email: `victim-${n}@b.example` } }));
+  return client.request('POST', `${opts.nodeUrl}/flags?v=2`, {
+    body: { api_key: opts.projectToken, distinct_id: `victim-${n}`, person_properties: { email: `victim-${n}@b.example` } }, timeoutMs: opts.requestTimeoutMs,
+  }).then((r) => r.status);
 }
 
 function apiRequest(): Promise<number> {
   const key = opts.apiKeys[counter++ % opts.apiKeys.length]!;
-  return send(`${opts.apiUrl}/api/projects/${opts.projectId}/feature_flags/`, 'GET', { authorization: `Bearer ${key}` });
+  return client.request('GET', `${opts.apiUrl}/api/projects/${opts.projectId}/feature_flags/`, {
+    headers: { authorization: `Bearer ${key}` }, timeoutMs: opts.requestTimeoutMs,
+  }).then((r) => r.status);
 }
 
 async function loop(into: () => SeriesReport, request: () => Promise<number>, dense: number): Promise<void> {
@@ -112,7 +95,7 @@ parentPort!.on('message', async (m: { type: string }) => {
     flags = { latencies: [], errors: [] };
     api = { latencies: [], errors: [] };
     running = true;
-    agent = new http.Agent({ keepAlive: true, maxSockets: opts.flagsLoops + opts.apiLoops });
+    client = keepAliveClient(opts.flagsLoops + opts.apiLoops);
     const f = flags;
     const a = api;
     inFlight = [
@@ -122,7 +105,7 @@ parentPort!.on('message', async (m: { type: string }) => {
   } else if (m.type === 'end') {
     running = false;
     await Promise.all(inFlight);
-    agent.destroy();
+    client.close();
     const report: LoadReport = { type: 'report', flags, api };
     parentPort!.postMessage(report);
   }
