@@ -28,6 +28,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { waitFor } from '../support/wait.js';
+import { exitWithOutput } from '../support/run-command.js';
 import { newPersonalApiKey, newProjectApiKey } from '../../src/control-plane/keys/tokens.js';
 import { ingestEvents } from '../../src/control-plane/ingestion/service.js';
 import { flags, get } from './http-calls.js';
@@ -68,7 +69,7 @@ function spawnCli(command: string, env: Record<string, string>): Proc {
   const onData = (d: Buffer) => { out += d.toString(); for (const w of waiters) w(); };
   child.stdout!.on('data', onData);
   child.stderr!.on('data', onData);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = exitWithOutput(child);
   const p: Proc = {
     child, exited,
     output: () => out,

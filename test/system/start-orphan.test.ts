@@ -14,6 +14,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { stablePort } from '../support/ports.js';
+import { exitWithOutput } from '../support/run-command.js';
 import { waitFor } from '../support/wait.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
@@ -60,7 +61,7 @@ test('start stops Postgres and exits non-zero when its services process is SIGKI
   });
   start.stdout!.on('data', (d) => { out += String(d); });
   start.stderr!.on('data', (d) => { out += String(d); });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => start.once('exit', (code, signal) => r({ code, signal })));
+  const exited = exitWithOutput(start);
   let postmaster = 0;
   try {
     const nodeUrl = await waitFor('start prints the node URL', () => {

@@ -11,6 +11,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { PACKAGE_ROOT } from '../../../src/paths.js';
+import { exitWithOutput } from '../../support/run-command.js';
 import { BACKTRACK_TIMEOUT_MS } from '../../../src/evaluation/properties/regex.js';
 
 const REGEX_MODULE = pathToFileURL(path.join(PACKAGE_ROOT, 'dist', 'src', 'evaluation', 'properties', 'regex.js')).href;
@@ -35,7 +36,7 @@ test('a backtracking search whose process is stopped past the time limit answers
   const child = spawn(process.execPath, ['--input-type=module', '-e', CHILD], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.on('data', (d: Buffer) => { out += d.toString('utf8'); });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const exited = exitWithOutput(child).then(({ code }) => code);
   await new Promise<void>((resolve) => { const check = () => (out.includes('ready') ? resolve() : setTimeout(check, 5)); check(); });
   let stops = 0;
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
