@@ -25,6 +25,7 @@ import { formUnits } from './support/batches.js';
 import { killRunning, runFiles } from './support/schedule.js';
 import { fileFigures, fileOk, formatSummary, unitName } from './support/summary.js';
 import { postgresCpuMs } from './support/postgres-cpu.js';
+import { scratchRoot } from './support/scratch.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** Where each run leaves its per-file wall times for the next run's order. */
@@ -80,9 +81,12 @@ async function main(): Promise<number> {
     return 1;
   }
   let cluster: EmbeddedCluster | null = null;
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-test-'));
+  const tmp = fs.mkdtempSync(path.join(scratchRoot(), 'switchyard-test-'));
   fs.chmodSync(tmp, 0o777);
-  const env = { ...process.env };
+  // Files' own temporary directories go inside the run's, and go with it.
+  const filesTmp = fs.mkdtempSync(path.join(tmp, 'files-'));
+  fs.chmodSync(filesTmp, 0o777);
+  const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: filesTmp };
   let dropTemplate: (() => Promise<void>) | null = null;
   const cleanUp = async (): Promise<void> => {
     killRunning();

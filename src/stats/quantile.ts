@@ -11,18 +11,22 @@
 import { normalQuantile } from './distributions.js';
 import type { Moments, QuantileStatistic } from './statistics.js';
 
-const Z975 = normalQuantile(1 - 0.5 * 0.05);
+/** z₀.₉₇₅, computed on first use: the quantile function's package loads only when a result needs it. */
+let z975: number | undefined;
+function Z975(): number {
+  return (z975 ??= normalQuantile(1 - 0.5 * 0.05));
+}
 
 function initialVariance(s: QuantileStatistic): number {
   if (s.n <= 1) return 0;
-  const half = (s.quantile_upper - s.quantile_lower) / (2 * Z975);
+  const half = (s.quantile_upper - s.quantile_lower) / (2 * Z975());
   return (s.n_star / s.n) * (s.n - 1) * half * half;
 }
 
 /** True when GrowthBook treats the arm as having no variance (too few events for ν, or collapsed bounds). */
 export function quantileHasNoVariance(s: QuantileStatistic): boolean {
-  const aboveOne = s.n <= (Z975 ** 2 * s.nu) / (1 - s.nu);
-  const belowZero = s.n <= (Z975 ** 2 * (1 - s.nu)) / s.nu;
+  const aboveOne = s.n <= (Z975() ** 2 * s.nu) / (1 - s.nu);
+  const belowZero = s.n <= (Z975() ** 2 * (1 - s.nu)) / s.nu;
   return aboveOne || belowZero || initialVariance(s) <= 0;
 }
 

@@ -147,7 +147,7 @@ export async function startHttpServer(deps: Deps, routes: readonly Route[], prob
   for (const route of routes) addRoute(app, deps, route, throttle, authFailures, () => origin);
   for (const m of notAllowed) {
     app.route({
-      method: m.method, url: m.path, schema: { hide: true } as object, config: { pattern: m.path, noBody: true },
+      method: m.methods, url: m.path, schema: { hide: true } as object, config: { pattern: m.path, noBody: true },
       handler: async (req, reply) => { sendError(reply, errors.methodNotAllowed(req.method, m.allow)); },
     });
   }
