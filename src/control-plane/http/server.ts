@@ -89,7 +89,7 @@ export async function startHttpServer(deps: Deps, routes: readonly Route[], prob
     routerOptions: { ignoreTrailingSlash: true },
     // `/api/environments/<id>/…` is routed as `/api/projects/<id>/…`; `req.originalUrl` keeps what was sent.
     rewriteUrl: (req) => projectPath(req.url ?? '/'),
-    // Slow clients (issue: a slowloris connection held 60 s): headers and the whole request must
+    // Slow clients (a slowloris connection could hold one for 60 s): headers and the whole request must
     // arrive within their timeouts, checked every connectionsCheckingInterval (Node's default,
     // 30 s, would let a connection outlive a short timeout by that much).
     keepAliveTimeout: deps.config.apiKeepAliveTimeoutMs,

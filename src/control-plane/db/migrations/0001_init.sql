@@ -1,4 +1,4 @@
--- Tenancy, keys, feature flags, cohorts, activity log and the change log (issue: Foundation).
+-- Tenancy, keys, feature flags, cohorts, activity log and the change log.
 
 CREATE TABLE organizations (
   id            bigserial PRIMARY KEY,

@@ -1,5 +1,5 @@
 -- Event capture on the control plane: events, persons, groups, event definitions and
--- experience-continuity hash-key overrides (issue: capture / ingestion).
+-- experience-continuity hash-key overrides (capture and ingestion).
 -- Written by src/control-plane/ingestion/** and read by the event-definitions API.
 
 -- Events, idempotent by uuid within a project: a redelivered batch inserts nothing and has
