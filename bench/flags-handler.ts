@@ -11,7 +11,8 @@
  *
  * Setup per build: a real LMDB node store at a fresh directory holding the bench world
  * (bench/flags-workload.ts; `BENCH_FLAGS` flags, default 50), the real FlagsEngine, inline
- * evaluator, Metrics, usage counter and continuity recorder (its outbox append does nothing), and
+ * evaluator, Metrics, usage counter, evaluation share (one project: never refused) and continuity
+ * recorder (its outbox append does nothing), and
  * the real `flagsHandler`. Only uWS's request and response are stand-ins: headers of posthog-node,
  * the body handed over as one last chunk, the answer's length counted. 1,000 workload users'
  * bodies (seeded) are cycled. Knobs: BENCH_FLAGS (50), BENCH_REQUESTS per round (5,000),
@@ -40,6 +41,7 @@ async function setup(root: string): Promise<Driver> {
   const { TokenBuckets } = await imp('src/eval-node/http/rate-limit.js');
   const { flagsHandler } = await imp('src/eval-node/http/flags-handler.js');
   const { ContinuityRecorder } = await imp('src/eval-node/http/continuity.js');
+  const { EvaluationShare } = await imp('src/eval-node/http/eval-share.js');
   const { NO_GEOIP } = await imp('src/eval-node/geoip/index.js');
   const { testConfig } = await imp('src/config.js');
   const { createLogger } = await imp('src/log.js');
@@ -58,7 +60,7 @@ async function setup(root: string): Promise<Driver> {
   const ctx = {
     config: testConfig({ dataDir: dir, evalThreads: 0 }), log, store, evaluator: inlineEvaluator(engine), metrics: new Metrics(false, null),
     usage: new FlagUsage(), feed: new DefinitionsFeedCache(), feedLimiter: new TokenBuckets(60, 60_000), geoipEnabled: false,
-    needsGeoip: (id: number) => engine.needsGeoip(id),
+    needsGeoip: (id: number) => engine.needsGeoip(id), evalShare: new EvaluationShare(50),
     continuity: new ContinuityRecorder({ store, log, append: async () => {}, flagsNeeding: (p: number, r: unknown) => engine.continuityFlags(p, r) }),
   };
   const handler = flagsHandler(ctx, 'flags') as (res: unknown, req: unknown) => void;

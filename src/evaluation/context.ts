@@ -46,6 +46,7 @@ const INITIAL_TARGET: ReadonlyMap<string, string> = new Map(
 );
 
 const EMPTY_PROPS: Readonly<Record<string, unknown>> = Object.freeze({});
+const NO_SHARED = new Uint8Array(0);
 const hasOwn = Object.prototype.hasOwnProperty;
 
 
@@ -67,6 +68,11 @@ export class RequestScope {
   private deviceId: Utf8Id | null | undefined;
   private anonId: Utf8Id | null | undefined;
   private cohortScope: CohortScope | null = null;
+  /**
+   * Outcomes of the project's shared filter lists in this request, by
+   * `CompiledCondition.sharedFilter`: 0 not tested yet, 1 pass, 2 fail (match-flag.ts).
+   */
+  readonly sharedFilters: Uint8Array;
 
   constructor(
     readonly project: CompiledProject,
@@ -76,6 +82,7 @@ export class RequestScope {
   ) {
     this.distinctId = utf8Id(truncateScalars(typeof req.distinct_id === 'string' ? req.distinct_id : String(req.distinct_id ?? '')));
     this.values = new Array<boolean | string>(project.flags.length).fill(false);
+    this.sharedFilters = project.sharedFilters === 0 ? NO_SHARED : new Uint8Array(project.sharedFilters);
   }
 
   /** The merged person property map. */

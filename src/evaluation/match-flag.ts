@@ -85,8 +85,22 @@ function dependencyMatches(value: boolean | string, check: FlagCheck): boolean {
   return false;
 }
 
-/** Flag, property and cohort filters of one set; true when all pass. Operator errors count as false. */
+/**
+ * Flag, property and cohort filters of one set; true when all pass. Operator errors count as
+ * false. A set whose filters other flags' sets share is tested once per request (its outcome kept
+ * in `scope.sharedFilters`): the workload's ten `email icontains` flags cost one test.
+ */
 function filtersPass(cond: CompiledCondition, scope: RequestScope): boolean {
+  const s = cond.sharedFilter;
+  if (s < 0) return testFilters(cond, scope);
+  const known = scope.sharedFilters[s]!;
+  if (known !== 0) return known === 1;
+  const ok = testFilters(cond, scope);
+  scope.sharedFilters[s] = ok ? 1 : 2;
+  return ok;
+}
+
+function testFilters(cond: CompiledCondition, scope: RequestScope): boolean {
   const fcs = cond.flagChecks;
   for (let i = 0; i < fcs.length; i++) {
     const fc = fcs[i]!;
