@@ -25,14 +25,12 @@ import { withinRollout } from './bucketing.js';
 import { inCohort } from './cohorts.js';
 import type { CompiledCondition, CompiledFlag, FlagCheck } from './compiled.js';
 import type { RequestScope } from './context.js';
-import { hashPrefixed, utf8, type Utf8Id } from './hash.js';
+import { hashId, ROLLOUT_SALT, VARIANT_SALT, type Utf8Id } from './hash.js';
 import { inHoldout } from './holdout.js';
 import { ERROR_CODES, REASONS } from './reasons.js';
 import type { FlagReason, FlagResult, FlagResultMetadata } from './types.js';
 import { pickVariant } from './variants.js';
 
-const EMPTY = new Uint8Array(0);
-const VARIANT_SALT = utf8('variant');
 const hasOwn = Object.prototype.hasOwnProperty;
 
 const fixedReason = (code: keyof typeof REASONS, index: number | null): FlagReason =>
@@ -139,7 +137,7 @@ function variantFor(flag: CompiledFlag, id: Utf8Id | null): string | null {
   const table = flag.variants;
   if (table === null) return null;
   if (id === null) return table.constant ?? null;
-  const h = id.bytes.length === 0 ? 0 : hashPrefixed(flag.hashPrefix, id.bytes, VARIANT_SALT);
+  const h = id.bytes.length === 0 ? 0 : hashId(flag.hashPrefix, id, VARIANT_SALT);
   return pickVariant(table, h);
 }
 
@@ -191,7 +189,7 @@ export function matchFlag(flag: CompiledFlag, scope: RequestScope): FlagResult {
       let matched = filtersPass(cond, scope);
       if (matched && !cond.fullRollout) {
         const id = personId(flag, scope, true);
-        matched = id.bytes.length === 0 || withinRollout(hashPrefixed(flag.hashPrefix, id.bytes, EMPTY), cond.threshold);
+        matched = id.bytes.length === 0 || withinRollout(hashId(flag.hashPrefix, id, ROLLOUT_SALT), cond.threshold);
       }
       return result(flag, matched, null, R_SUPER, metaFor(flag, 'true'));
     }
@@ -235,7 +233,7 @@ export function matchFlag(flag: CompiledFlag, scope: RequestScope): FlagResult {
       continue;
     }
     if (!cond.fullRollout && id !== null) {
-      const h = id.bytes.length === 0 ? 0 : hashPrefixed(flag.hashPrefix, id.bytes, EMPTY);
+      const h = id.bytes.length === 0 ? 0 : hashId(flag.hashPrefix, id, ROLLOUT_SALT);
       if (!withinRollout(h, cond.threshold)) {
         // early_exit: the first set whose properties match decides, in or out of its rollout.
         if (flag.earlyExit) return result(flag, false, null, cond.reasons.outOfRollout, flag.metadataNoPayload);
