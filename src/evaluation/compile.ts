@@ -344,6 +344,7 @@ function compileFlag(raw: Record<string, unknown>, slot: number, live: boolean, 
       variantOverride,
       reasons: conditionReasons(index),
       sharedFilter: shared,
+      results: [],
     });
   };
 

@@ -61,6 +61,11 @@ export interface CompiledCondition {
    * during the request).
    */
   readonly sharedFilter: number;
+  /**
+   * The flag's shared results this set has given, by outcome (match-flag.ts `conditionResult`):
+   * with the flag's result memo, the only part written after compilation.
+   */
+  readonly results: (FlagResult | undefined)[];
 }
 
 /** The reasons a condition set can record (research §4), prebuilt with its index. */
