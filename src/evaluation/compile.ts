@@ -141,6 +141,7 @@ export function compileProject(defs: ProjectDefinitions, opts: CompileOptions = 
     timezone,
     usesRegex: mentionsRegex(defs.flags) || mentionsRegex(cohortDefs),
     sharedFilters: filterIds.size,
+    readsFlagValues: flags.some((f) => f.dependencySlots.length > 0),
   });
 }
 

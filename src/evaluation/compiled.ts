@@ -159,4 +159,6 @@ export interface CompiledProject {
   readonly usesRegex: boolean;
   /** How many distinct shared filter lists the project's condition sets have ({@link CompiledCondition.sharedFilter}). */
   readonly sharedFilters: number;
+  /** Some flag depends on another (a flag filter naming an existing flag): requests keep each flag's value by slot. */
+  readonly readsFlagValues: boolean;
 }

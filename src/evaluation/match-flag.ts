@@ -112,15 +112,15 @@ function dependencyMatches(value: boolean | string, check: FlagCheck): boolean {
 /**
  * Flag, property and cohort filters of one set; true when all pass. Operator errors count as
  * false. A set whose filters other flags' sets share is tested once per request (its outcome kept
- * in `scope.sharedFilters`): the workload's ten `email icontains` flags cost one test.
+ * in the scope's shared outcomes): the workload's ten `email icontains` flags cost one test.
  */
 function filtersPass(cond: CompiledCondition, scope: RequestScope): boolean {
   const s = cond.sharedFilter;
   if (s < 0) return testFilters(cond, scope);
-  const known = scope.sharedFilters[s]!;
+  const known = scope.sharedOutcome(s);
   if (known !== 0) return known === 1;
   const ok = testFilters(cond, scope);
-  scope.sharedFilters[s] = ok ? 1 : 2;
+  scope.setSharedOutcome(s, ok);
   return ok;
 }
 

@@ -32,12 +32,20 @@ test('same group filter JSON under different aggregations reads each set\'s own 
   const flags = [
     flag('by-company', { aggregation_group_type_index: 0, groups: [{ properties: [size], rollout_percentage: 100 }] }),
     flag('by-team', { aggregation_group_type_index: 1, groups: [{ properties: [size], rollout_percentage: 100 }] }),
+    // Back to the first group type after the second (a request keeps each type's properties and key).
+    flag('company-again', { aggregation_group_type_index: 0, groups: [{ properties: [{ ...size, operator: 'icontains', value: 'BI' }], rollout_percentage: 100 }] }),
+    flag('team-again', { aggregation_group_type_index: 1, groups: [{ properties: [{ ...size, operator: 'icontains', value: 'SMALL' }], rollout_percentage: 100 }] }),
   ];
   const req = { groups: { company: 'acme', team: 't1' }, group_properties: { company: { size: 'big' }, team: { size: 'small' } } };
   const out = run(flags, req, { 0: 'company', 1: 'team' });
   assert.equal(out['by-company']!.enabled, true);
   assert.equal(out['by-team']!.enabled, false);
   assert.equal(out['by-team']!.reason.code, 'no_condition_match');
+  assert.equal(out['company-again']!.enabled, true);
+  assert.equal(out['team-again']!.enabled, true);
+  const noTeam = run(flags, { groups: { company: 'acme' }, group_properties: { company: { size: 'big' } } }, { 0: 'company', 1: 'team' });
+  assert.equal(noTeam['company-again']!.enabled, true);
+  assert.equal(noTeam['team-again']!.reason.code, 'no_group_type');
 });
 
 test('a set with a dependency filter is evaluated against the dependency\'s answer in this request', () => {
