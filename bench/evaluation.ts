@@ -20,7 +20,7 @@ import crypto from 'node:crypto';
 import os from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { compileProject, evaluateFlags, serializeFlagsV2, toFlagsV2, type CompiledProject } from '../src/evaluation/index.js';
-import { hashBytes, utf8 } from '../src/evaluation/hash.js';
+import { hashBytes, hashId, hashPrefix, ROLLOUT_SALT, utf8, utf8Id } from '../src/evaluation/hash.js';
 import { COMPANIES, PLANS, prng, USERS, workloadDefinitions, workloadRequest } from './flags-workload.js';
 import { DEFAULT_EVAL_BUDGET_MS } from '../src/limits.js';
 import { evaluationBudget } from '../src/eval-node/pool/budget-clock.js';
@@ -94,7 +94,14 @@ function main(): void {
     if (sink === -1) console.log(sink);
     return [label, Math.min(...rounds)];
   };
+  // The evaluation's path: compiled flag prefix, the identifier's words laid out once per request.
+  const prefixes = Array.from({ length: 20 }, (_, k) => hashPrefix(`rollout-${String(k).padStart(2, '0')}.`));
+  const ids = requests.slice(0, 10_000).map((r) => utf8Id(r.distinct_id as string));
+  for (let i = 0; i < 1000; i++) {
+    if (hashId(prefixes[i % 20]!, ids[i]!, ROLLOUT_SALT) !== hashBytes(encoded[i]!, empty, empty)) throw new Error(`hashId disagreement on ${hashInputs[i]}`);
+  }
   const hashRows = [
+    timeHash('hashId (compiled prefix, id words laid out once)', (i) => hashId(prefixes[i % 20]!, ids[i]!, ROLLOUT_SALT)),
     timeHash('hand-written SHA-1 (pre-encoded bytes)', (i) => hashBytes(encoded[i]!, empty, empty)),
     timeHash('hand-written SHA-1 (utf8 encode + hash)', (i) => hashBytes(utf8(hashInputs[i]!), empty, empty)),
     timeHash('crypto.createHash("sha1")', (i) => top60(crypto.createHash('sha1').update(hashInputs[i]!).digest())),

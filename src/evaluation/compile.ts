@@ -106,11 +106,17 @@ export function compileProject(defs: ProjectDefinitions, opts: CompileOptions = 
   const slotOf = new Int32Array(entries.length);
   plan.order.forEach((entryIndex, slot) => { slotOf[entryIndex] = slot; });
 
+  const filterIds = new Map<string, number>();
+  const sharedFilter = (signature: string): number => {
+    let id = filterIds.get(signature);
+    if (id === undefined) filterIds.set(signature, (id = filterIds.size));
+    return id;
+  };
   const flags: CompiledFlag[] = plan.order.map((entryIndex, slot) => {
     const e = entries[entryIndex]!;
     const refs = plan.refs[entryIndex]!;
     const ctx: FlagCompileContext = {
-      groupTypeNames, cohorts, timezone, matchingVersion,
+      groupTypeNames, cohorts, timezone, matchingVersion, sharedFilter,
       dependencySlot: (filter) => {
         const target = refs.get(filter) ?? -1;
         return target < 0 ? -1 : slotOf[target]!;
@@ -134,6 +140,8 @@ export function compileProject(defs: ProjectDefinitions, opts: CompileOptions = 
     problems: Object.freeze(problems),
     timezone,
     usesRegex: mentionsRegex(defs.flags) || mentionsRegex(cohortDefs),
+    sharedFilters: filterIds.size,
+    readsFlagValues: flags.some((f) => f.dependencySlots.length > 0),
   });
 }
 
@@ -164,6 +172,8 @@ interface FlagCompileContext {
   readonly matchingVersion: number;
   /** Slot of the flag a dependency filter (by object identity) resolves to, or -1. */
   dependencySlot(filter: object): number;
+  /** The project-wide index of a condition set's filters, by their signature (same signature, same index). */
+  sharedFilter(signature: string): number;
 }
 
 function identity(raw: Record<string, unknown>): { id: number; version: number; description: string | null } {
@@ -319,6 +329,10 @@ function compileFlag(raw: Record<string, unknown>, slot: number, live: boolean, 
     });
     const variantOverride = typeof c.variant === 'string' && variantKeys.has(c.variant) ? c.variant : null;
     const pct = rollout ?? 100;
+    // Same filters JSON and aggregation compile to the same checks in one project (the compile
+    // context is the project's), so their outcome for one request is the same.
+    const shared = flagChecks.length === 0 && propertyChecks.length + cohortChecks.length > 0
+      ? ctx.sharedFilter(JSON.stringify([condAggregation, props])) : -1;
     return Object.freeze({
       index,
       aggregation: condAggregation,
@@ -330,6 +344,8 @@ function compileFlag(raw: Record<string, unknown>, slot: number, live: boolean, 
       threshold: rolloutThreshold(pct),
       variantOverride,
       reasons: conditionReasons(index),
+      sharedFilter: shared,
+      results: [],
     });
   };
 

@@ -53,6 +53,19 @@ export interface CompiledCondition {
   readonly variantOverride: string | null;
   /** Frozen reason objects for this set, shared by every result (they never change). */
   readonly reasons: ConditionReasons;
+  /**
+   * Index of this set's filters among the project's distinct filter lists
+   * ({@link CompiledProject.sharedFilters}): sets of different flags with the same property and
+   * cohort filters (same JSON, same aggregation) share it, and one request tests them once. -1
+   * when not shared: no property or cohort filter, or a flag-dependency filter (its value changes
+   * during the request).
+   */
+  readonly sharedFilter: number;
+  /**
+   * The flag's shared results this set has given, by outcome (match-flag.ts `conditionResult`):
+   * with the flag's result memo, the only part written after compilation.
+   */
+  readonly results: (FlagResult | undefined)[];
 }
 
 /** The reasons a condition set can record (research §4), prebuilt with its index. */
@@ -144,4 +157,8 @@ export interface CompiledProject {
    * runs a project's evaluation under its time budget only when this is true.
    */
   readonly usesRegex: boolean;
+  /** How many distinct shared filter lists the project's condition sets have ({@link CompiledCondition.sharedFilter}). */
+  readonly sharedFilters: number;
+  /** Some flag depends on another (a flag filter naming an existing flag): requests keep each flag's value by slot. */
+  readonly readsFlagValues: boolean;
 }

@@ -46,6 +46,24 @@ const INITIAL_TARGET: ReadonlyMap<string, string> = new Map(
 );
 
 const EMPTY_PROPS: Readonly<Record<string, unknown>> = Object.freeze({});
+/** `values` of projects where no flag depends on another (never written: evaluate.ts checks `readsFlagValues`). */
+const NO_VALUES: Array<boolean | string> = Object.freeze([]) as unknown as Array<boolean | string>;
+
+/** Shared-filter outcomes by filter index, valid where the stamp is the current scope's generation. */
+let sharedStamps = new Int32Array(64);
+let sharedValues = new Uint8Array(64);
+let generation = 0;
+
+/** A new generation for a scope of a project with `size` shared filter lists (tables grown to fit). */
+function nextGeneration(size: number): number {
+  if (size > sharedStamps.length) {
+    const n = Math.max(size, sharedStamps.length * 2);
+    sharedStamps = new Int32Array(n);
+    sharedValues = new Uint8Array(n);
+  }
+  if (generation === 0x7fffffff) { sharedStamps.fill(0); generation = 0; }
+  return ++generation;
+}
 const hasOwn = Object.prototype.hasOwnProperty;
 
 
@@ -59,14 +77,25 @@ export function groupKeyString(v: unknown): string {
 /** Mutable per-request state; one instance per `evaluateFlags` call. */
 export class RequestScope {
   readonly distinctId: Utf8Id;
-  /** Flag value by slot (false | true | variant key); unevaluated flags read false (research §3.5). */
+  /**
+   * Flag value by slot (false | true | variant key); unevaluated flags read false (research §3.5).
+   * Empty (and frozen) when no flag of the project depends on another.
+   */
   readonly values: Array<boolean | string>;
   private person: Readonly<Record<string, unknown>> | null = null;
+  // Group property maps and keys by type name; the last one asked for is kept beside the map, so a
+  // request that uses one group type (the usual case) never builds the maps.
   private groupProps: Map<string, Readonly<Record<string, unknown>>> | null = null;
   private groupIds: Map<string, Utf8Id | null> | null = null;
+  private lastPropsType: string | null = null;
+  private lastProps: Readonly<Record<string, unknown>> | null = null;
+  private lastIdType: string | null = null;
+  private lastId: Utf8Id | null = null;
   private deviceId: Utf8Id | null | undefined;
   private anonId: Utf8Id | null | undefined;
   private cohortScope: CohortScope | null = null;
+  /** This scope's stamp in the shared-filter outcome table ({@link sharedOutcome}). */
+  private readonly generation: number;
 
   constructor(
     readonly project: CompiledProject,
@@ -75,7 +104,24 @@ export class RequestScope {
     readonly nowMs: number,
   ) {
     this.distinctId = utf8Id(truncateScalars(typeof req.distinct_id === 'string' ? req.distinct_id : String(req.distinct_id ?? '')));
-    this.values = new Array<boolean | string>(project.flags.length).fill(false);
+    this.values = project.readsFlagValues ? new Array<boolean | string>(project.flags.length).fill(false) : NO_VALUES;
+    this.generation = project.sharedFilters === 0 ? 0 : nextGeneration(project.sharedFilters);
+  }
+
+  /**
+   * The outcome of shared filter list `s` (`CompiledCondition.sharedFilter`) in this request:
+   * 0 not tested yet, 1 pass, 2 fail (match-flag.ts). Kept in module tables stamped with the
+   * scope's generation instead of a fresh array per request; only the latest scope may use them,
+   * which holds as evaluation is synchronous and builds one scope at a time.
+   */
+  sharedOutcome(s: number): number {
+    return sharedStamps[s] === this.generation ? sharedValues[s]! : 0;
+  }
+
+  /** Records the outcome of shared filter list `s` ({@link sharedOutcome}). */
+  setSharedOutcome(s: number, pass: boolean): void {
+    sharedStamps[s] = this.generation;
+    sharedValues[s] = pass ? 1 : 2;
   }
 
   /** The merged person property map. */
@@ -99,36 +145,50 @@ export class RequestScope {
 
   /** The merged property map of group type `typeName`. */
   groupProperties(typeName: string): Readonly<Record<string, unknown>> {
-    const cache = (this.groupProps ??= new Map());
-    const known = cache.get(typeName);
-    if (known) return known;
+    if (typeName === this.lastPropsType) return this.lastProps!;
+    let merged = this.groupProps?.get(typeName);
+    if (merged === undefined) {
+      merged = this.mergedGroupProperties(typeName);
+      if (this.lastPropsType !== null) {
+        const cache = (this.groupProps ??= new Map());
+        cache.set(this.lastPropsType, this.lastProps!);
+        cache.set(typeName, merged);
+      }
+    }
+    this.lastPropsType = typeName;
+    this.lastProps = merged;
+    return merged;
+  }
+
+  private mergedGroupProperties(typeName: string): Readonly<Record<string, unknown>> {
     const stored = this.stored.group_properties?.[typeName];
     const overrides = this.req.group_properties?.[typeName];
     const groups = this.req.groups;
-    let merged: Readonly<Record<string, unknown>>;
-    if (!stored && !overrides && !(groups && hasOwn.call(groups, typeName))) merged = EMPTY_PROPS;
-    else {
-      const m: Record<string, unknown> = {};
-      if (stored) for (const k in stored) if (hasOwn.call(stored, k)) setOwn(m, k, stored[k]);
-      if (overrides) for (const k in overrides) if (hasOwn.call(overrides, k)) setOwn(m, k, overrides[k]);
-      if (groups && hasOwn.call(groups, typeName)) m.$group_key = groups[typeName];
-      merged = m;
-    }
-    cache.set(typeName, merged);
-    return merged;
+    if (!stored && !overrides && !(groups && hasOwn.call(groups, typeName))) return EMPTY_PROPS;
+    const m: Record<string, unknown> = {};
+    if (stored) for (const k in stored) if (hasOwn.call(stored, k)) setOwn(m, k, stored[k]);
+    if (overrides) for (const k in overrides) if (hasOwn.call(overrides, k)) setOwn(m, k, overrides[k]);
+    if (groups && hasOwn.call(groups, typeName)) m.$group_key = groups[typeName];
+    return m;
   }
 
   /** The request's key for group type `typeName`, or null when missing or empty. */
   groupId(typeName: string | null): Utf8Id | null {
     if (typeName === null) return null;
-    const cache = (this.groupIds ??= new Map());
-    let id = cache.get(typeName);
+    if (typeName === this.lastIdType) return this.lastId;
+    let id = this.groupIds?.get(typeName);
     if (id === undefined) {
       const groups = this.req.groups;
       const s = groups && hasOwn.call(groups, typeName) ? groupKeyString(groups[typeName]) : '';
       id = s === '' ? null : utf8Id(s);
-      cache.set(typeName, id);
+      if (this.lastIdType !== null) {
+        const cache = (this.groupIds ??= new Map());
+        cache.set(this.lastIdType, this.lastId);
+        cache.set(typeName, id);
+      }
     }
+    this.lastIdType = typeName;
+    this.lastId = id;
     return id;
   }
 

@@ -203,7 +203,7 @@ function evaluateSelected(project: CompiledProject, req: EvaluationRequest, stor
       if (budgetSpent()) r = failedResult(flag, BUDGET_CODE, ERROR_CODES[BUDGET_CODE]);
     }
     if (r.failed) errors = true;
-    else if (r.enabled) scope.values[i] = r.variant ?? true;
+    else if (r.enabled && project.readsFlagValues) scope.values[i] = r.variant ?? true;
     if (slots !== null) slots[n++] = r;
     else if (flag.key === '__proto__') Object.defineProperty(out, flag.key, { value: r, enumerable: true, writable: true, configurable: true });
     else out[flag.key] = r;

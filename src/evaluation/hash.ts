@@ -41,12 +41,27 @@ const ENCODER = new TextEncoder();
 export interface Utf8Id {
   readonly text: string;
   readonly bytes: Uint8Array;
+  /**
+   * The message words after a prefix, built on first use by {@link hashId} and reused by every
+   * flag of the request: by `salt.slot * 4 + prefix length % 4`. Never shared between threads.
+   */
+  layouts: (Int32Array | undefined)[] | null;
 }
 
 /** Wraps `text` with its UTF-8 bytes for {@link hashBytes}. */
 export function utf8Id(text: string): Utf8Id {
-  return { text, bytes: text.length === 0 ? EMPTY_BYTES : utf8(text) };
+  return { text, bytes: text.length === 0 ? EMPTY_BYTES : utf8(text), layouts: null };
 }
+
+/** A hash salt compiled for {@link hashId}: its bytes and a small distinct slot (0–7). */
+export interface HashSalt {
+  readonly bytes: Uint8Array;
+  readonly slot: number;
+}
+
+/** The salts of PostHog's flag hashes: rollout (`""`) and variant (`"variant"`). */
+export const ROLLOUT_SALT: HashSalt = Object.freeze({ bytes: EMPTY_BYTES, slot: 0 });
+export const VARIANT_SALT: HashSalt = Object.freeze({ bytes: utf8('variant'), slot: 1 });
 
 /**
  * Truncates `s` to its first `max` Unicode scalar values (Rust `MAX_DISTINCT_ID_LEN` = 200,
@@ -119,6 +134,43 @@ export function hashPrefixed(prefix: HashPrefix, id: Uint8Array, salt: Uint8Arra
   const w = words(prefix.bytes.length + id.length + salt.length);
   for (let i = 0; i < pw.length; i++) w[i] = pw[i]!;
   return finish(w, prefix.tail, prefix.bytes.length, id, salt);
+}
+
+/**
+ * `hashPrefixed(prefix, id.bytes, salt.bytes)`, with the words of `id + salt + 0x80` laid out once
+ * per request for the prefix's alignment (`id.layouts`) instead of shifted in byte by byte for
+ * every flag: a hash copies the prefix's whole words, then the laid-out words (the prefix's 0–3
+ * tail bytes merged into the first), zeros and the bit length. Same result bit for bit.
+ */
+export function hashId(prefix: HashPrefix, id: Utf8Id, salt: HashSalt): number {
+  const pb = prefix.bytes.length;
+  const align = pb & 3;
+  const key = salt.slot * 4 + align;
+  const layouts = (id.layouts ??= []);
+  const lay = layouts[key] ?? (layouts[key] = layout(id.bytes, salt.bytes, align));
+  const len = pb + id.bytes.length + salt.bytes.length;
+  const w = words(len);
+  const pw = prefix.words;
+  const k = pw.length;
+  for (let i = 0; i < k; i++) w[i] = pw[i]!;
+  w[k] = lay[0]! | (align === 0 ? 0 : prefix.tail << (8 * (4 - align)));
+  for (let i = 1; i < lay.length; i++) w[k + i] = lay[i]!;
+  const n = (((len + 8) >>> 6) + 1) * 16;
+  for (let i = k + lay.length; i < n - 1; i++) w[i] = 0; // the high length word (n - 2) is 0
+  w[n - 1] = len * 8;
+  return sha1Top60(w, n);
+}
+
+/** Big-endian words of `align` zero bytes, `id`, `salt` and the 0x80 terminator, the last word zero-filled. */
+function layout(id: Uint8Array, salt: Uint8Array, align: number): Int32Array {
+  const total = align + id.length + salt.length + 1;
+  const out = new Int32Array((total + 3) >>> 2);
+  let p = align;
+  const put = (b: number): void => { out[p >>> 2]! |= b << (8 * (3 - (p & 3))); p++; };
+  for (let i = 0; i < id.length; i++) put(id[i]!);
+  for (let i = 0; i < salt.length; i++) put(salt[i]!);
+  put(0x80);
+  return out;
 }
 
 /** The scratch words, grown to hold the padded message of `len` bytes. */

@@ -25,14 +25,12 @@ import { withinRollout } from './bucketing.js';
 import { inCohort } from './cohorts.js';
 import type { CompiledCondition, CompiledFlag, FlagCheck } from './compiled.js';
 import type { RequestScope } from './context.js';
-import { hashPrefixed, utf8, type Utf8Id } from './hash.js';
+import { hashId, ROLLOUT_SALT, VARIANT_SALT, type Utf8Id } from './hash.js';
 import { inHoldout } from './holdout.js';
 import { ERROR_CODES, REASONS } from './reasons.js';
 import type { FlagReason, FlagResult, FlagResultMetadata } from './types.js';
-import { pickVariant } from './variants.js';
+import { pickVariant, pickVariantIndex } from './variants.js';
 
-const EMPTY = new Uint8Array(0);
-const VARIANT_SALT = utf8('variant');
 const hasOwn = Object.prototype.hasOwnProperty;
 
 const fixedReason = (code: keyof typeof REASONS, index: number | null): FlagReason =>
@@ -72,6 +70,32 @@ function result(flag: CompiledFlag, enabled: boolean, variant: string | null, re
   return r;
 }
 
+/**
+ * Result slots of a condition set ({@link CompiledCondition.results}): each reason the set can
+ * give, and a match with no variant, with the override variant, or with variant i of the flag's
+ * table (`K_MATCH_VARIANT + i`). Every argument of `result` is fixed by (set, slot), so a slot
+ * holds the memo's result once seen and the next request reads it instead of scanning the memo
+ * (cpu-prof of bench/flags-handler.ts: the scan's loads were 4 % of a request).
+ */
+const K_OUT_OF_ROLLOUT = 0;
+const K_NO_MATCH = 1;
+const K_NO_MATCH_GROUPS_SKIPPED = 2;
+const K_NO_GROUP = 3;
+const K_MATCH = 4;
+const K_MATCH_OVERRIDE = 5;
+const K_MATCH_VARIANT = 6;
+
+/** {@link result} through the set's slot `kind` (the other arguments must be the ones that slot stands for). */
+function conditionResult(flag: CompiledFlag, cond: CompiledCondition, kind: number, enabled: boolean, variant: string | null,
+  reason: FlagReason, meta: FlagResultMetadata): FlagResult {
+  const slots = cond.results;
+  const known = slots[kind];
+  if (known !== undefined) return known;
+  const r = result(flag, enabled, variant, reason, meta);
+  slots[kind] = r;
+  return r;
+}
+
 function metaFor(flag: CompiledFlag, payloadKey: string): FlagResultMetadata {
   return flag.metadataByPayloadKey.get(payloadKey) ?? flag.metadataNoPayload;
 }
@@ -85,8 +109,22 @@ function dependencyMatches(value: boolean | string, check: FlagCheck): boolean {
   return false;
 }
 
-/** Flag, property and cohort filters of one set; true when all pass. Operator errors count as false. */
+/**
+ * Flag, property and cohort filters of one set; true when all pass. Operator errors count as
+ * false. A set whose filters other flags' sets share is tested once per request (its outcome kept
+ * in the scope's shared outcomes): the workload's ten `email icontains` flags cost one test.
+ */
 function filtersPass(cond: CompiledCondition, scope: RequestScope): boolean {
+  const s = cond.sharedFilter;
+  if (s < 0) return testFilters(cond, scope);
+  const known = scope.sharedOutcome(s);
+  if (known !== 0) return known === 1;
+  const ok = testFilters(cond, scope);
+  scope.setSharedOutcome(s, ok);
+  return ok;
+}
+
+function testFilters(cond: CompiledCondition, scope: RequestScope): boolean {
   const fcs = cond.flagChecks;
   for (let i = 0; i < fcs.length; i++) {
     const fc = fcs[i]!;
@@ -121,11 +159,26 @@ function filtersPass(cond: CompiledCondition, scope: RequestScope): boolean {
   return true;
 }
 
+/**
+ * {@link variantFor} as an index into the flag's variant keys, -1 for no variant (also when the
+ * flag has no variants).
+ */
+function variantIndex(flag: CompiledFlag, id: Utf8Id | null): number {
+  const table = flag.variants;
+  if (table === null) return -1;
+  if (id === null) {
+    const c = table.constant;
+    return c === undefined || c === null ? -1 : table.keys.indexOf(c);
+  }
+  const h = id.bytes.length === 0 ? 0 : hashId(flag.hashPrefix, id, VARIANT_SALT);
+  return pickVariantIndex(table, h);
+}
+
 function variantFor(flag: CompiledFlag, id: Utf8Id | null): string | null {
   const table = flag.variants;
   if (table === null) return null;
   if (id === null) return table.constant ?? null;
-  const h = id.bytes.length === 0 ? 0 : hashPrefixed(flag.hashPrefix, id.bytes, VARIANT_SALT);
+  const h = id.bytes.length === 0 ? 0 : hashId(flag.hashPrefix, id, VARIANT_SALT);
   return pickVariant(table, h);
 }
 
@@ -177,7 +230,7 @@ export function matchFlag(flag: CompiledFlag, scope: RequestScope): FlagResult {
       let matched = filtersPass(cond, scope);
       if (matched && !cond.fullRollout) {
         const id = personId(flag, scope, true);
-        matched = id.bytes.length === 0 || withinRollout(hashPrefixed(flag.hashPrefix, id.bytes, EMPTY), cond.threshold);
+        matched = id.bytes.length === 0 || withinRollout(hashId(flag.hashPrefix, id, ROLLOUT_SALT), cond.threshold);
       }
       return result(flag, matched, null, R_SUPER, metaFor(flag, 'true'));
     }
@@ -195,6 +248,9 @@ export function matchFlag(flag: CompiledFlag, scope: RequestScope): FlagResult {
 
   let best: FlagReason = R_NO_GROUP_TYPE;
   let bestScore: number = REASONS.no_group_type.score;
+  // The set `best` came from and which of its reasons it is (its result slot), null for R_NO_GROUP_TYPE.
+  let bestCond: CompiledCondition | null = null;
+  let bestKind = 0;
   let skippedGroup = false;
   const conds = flag.conditions;
   for (let i = 0; i < conds.length; i++) {
@@ -204,36 +260,41 @@ export function matchFlag(flag: CompiledFlag, scope: RequestScope): FlagResult {
       id = cond.aggregation === flag.aggregation ? flagGroupId : scope.groupId(cond.groupTypeName);
       if (id === null) {
         skippedGroup = true;
-        if (REASONS.no_group_type.score >= bestScore) { best = cond.reasons.noGroup; bestScore = REASONS.no_group_type.score; }
+        if (REASONS.no_group_type.score >= bestScore) { best = cond.reasons.noGroup; bestScore = REASONS.no_group_type.score; bestCond = cond; bestKind = K_NO_GROUP; }
         continue;
       }
     } else if (flag.bucketByDevice) {
       id = scope.device();
       if (id === null && dependsOnHash(flag, cond)) {
-        if (REASONS.out_of_rollout_bound.score >= bestScore) { best = cond.reasons.outOfRollout; bestScore = REASONS.out_of_rollout_bound.score; }
+        if (REASONS.out_of_rollout_bound.score >= bestScore) { best = cond.reasons.outOfRollout; bestScore = REASONS.out_of_rollout_bound.score; bestCond = cond; bestKind = K_OUT_OF_ROLLOUT; }
         continue;
       }
     } else {
       id = scope.personId(flag.key, flag.continuity, true);
     }
     if (!filtersPass(cond, scope)) {
-      if (REASONS.no_condition_match.score >= bestScore) { best = cond.reasons.noMatch; bestScore = REASONS.no_condition_match.score; }
+      if (REASONS.no_condition_match.score >= bestScore) { best = cond.reasons.noMatch; bestScore = REASONS.no_condition_match.score; bestCond = cond; bestKind = K_NO_MATCH; }
       continue;
     }
     if (!cond.fullRollout && id !== null) {
-      const h = id.bytes.length === 0 ? 0 : hashPrefixed(flag.hashPrefix, id.bytes, EMPTY);
+      const h = id.bytes.length === 0 ? 0 : hashId(flag.hashPrefix, id, ROLLOUT_SALT);
       if (!withinRollout(h, cond.threshold)) {
         // early_exit: the first set whose properties match decides, in or out of its rollout.
-        if (flag.earlyExit) return result(flag, false, null, cond.reasons.outOfRollout, flag.metadataNoPayload);
-        if (REASONS.out_of_rollout_bound.score >= bestScore) { best = cond.reasons.outOfRollout; bestScore = REASONS.out_of_rollout_bound.score; }
+        if (flag.earlyExit) return conditionResult(flag, cond, K_OUT_OF_ROLLOUT, false, null, cond.reasons.outOfRollout, flag.metadataNoPayload);
+        if (REASONS.out_of_rollout_bound.score >= bestScore) { best = cond.reasons.outOfRollout; bestScore = REASONS.out_of_rollout_bound.score; bestCond = cond; bestKind = K_OUT_OF_ROLLOUT; }
         continue;
       }
     }
-    const variant = cond.variantOverride ?? variantFor(flag, id);
-    return result(flag, true, variant, cond.reasons.match, metaFor(flag, variant ?? 'true'));
+    if (cond.variantOverride !== null) {
+      return conditionResult(flag, cond, K_MATCH_OVERRIDE, true, cond.variantOverride, cond.reasons.match, metaFor(flag, cond.variantOverride));
+    }
+    const vi = variantIndex(flag, id);
+    const variant = vi < 0 ? null : flag.variants!.keys[vi]!;
+    return conditionResult(flag, cond, vi < 0 ? K_MATCH : K_MATCH_VARIANT + vi, true, variant, cond.reasons.match, metaFor(flag, variant ?? 'true'));
   }
-  if (skippedGroup && best.code === 'no_condition_match' && best.condition_index !== null) {
-    best = conds[best.condition_index]!.reasons.noMatchGroupsSkipped;
+  if (bestCond === null) return result(flag, false, null, best, flag.metadataNoPayload);
+  if (skippedGroup && bestKind === K_NO_MATCH) {
+    return conditionResult(flag, bestCond, K_NO_MATCH_GROUPS_SKIPPED, false, null, bestCond.reasons.noMatchGroupsSkipped, flag.metadataNoPayload);
   }
-  return result(flag, false, null, best, flag.metadataNoPayload);
+  return conditionResult(flag, bestCond, bestKind, false, null, best, flag.metadataNoPayload);
 }

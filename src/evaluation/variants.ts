@@ -43,3 +43,12 @@ export function pickVariant(table: VariantTable, h: number): string | null {
   }
   return null;
 }
+
+/** {@link pickVariant} as the index of the variant in `table.keys`, or -1 for none. */
+export function pickVariantIndex(table: VariantTable, h: number): number {
+  const b = table.boundaries;
+  for (let i = 0; i < b.length; i++) {
+    if (h < b[i]!) return i;
+  }
+  return -1;
+}

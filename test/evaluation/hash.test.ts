@@ -6,7 +6,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { hash01, hashBytes, hashPrefix, hashPrefixed, sha1, truncateScalars, utf8 } from '../../src/evaluation/hash.js';
+import {
+  hash01, hashBytes, hashId, hashPrefix, hashPrefixed, ROLLOUT_SALT, sha1, truncateScalars, utf8, utf8Id, VARIANT_SALT,
+} from '../../src/evaluation/hash.js';
 import { rolloutThreshold, isFullRollout, withinRollout } from '../../src/evaluation/bucketing.js';
 import { buildVariantTable, pickVariant } from '../../src/evaluation/variants.js';
 import { loadVector } from './support.js';
@@ -87,6 +89,25 @@ test('hand-written SHA-1 equals node:crypto on 20,000 random inputs (ASCII, mult
     if (cut2 > cut && cut2 < s.length && /[\ud800-\udbff]/.test(s[cut2 - 1]!)) cut2++;
     assert.equal(hashPrefixed(hashPrefix(s.slice(0, cut)), utf8(s.slice(cut, cut2)), utf8(s.slice(cut2))), expected, JSON.stringify(s));
     assert.equal(Buffer.from(sha1(utf8(s))).toString('hex'), d.toString('hex'));
+  }
+});
+
+test('hashId (words of id + salt laid out once per id) equals node:crypto for every prefix alignment, both salts, one id reused', () => {
+  const top60 = (s: string): number => {
+    const d = crypto.createHash('sha1').update(s, 'utf8').digest();
+    return (d.readUInt32BE(0) * 2 ** 28 + (d.readUInt32BE(4) >>> 4)) / 2 ** 60;
+  };
+  // Ids across the one-block limit (55 message bytes) and into a third block; ASCII and multibyte.
+  const ids = ['', 'u', 'user-12345', 'é日😀x', 'a'.repeat(40), 'b'.repeat(44), 'c'.repeat(45), 'd'.repeat(120)];
+  // Prefixes of every length mod 4, reused in a different order so a layout built for one is reused by another.
+  const prefixes = ['.', 'a.', 'mv-00.', 'rollout-00.', 'flag-key-of-20-bytes', 'x'.repeat(50) + '.', 'rollout-00.'];
+  for (const text of ids) {
+    const id = utf8Id(text);
+    for (const p of [...prefixes, ...prefixes.slice().reverse()]) {
+      const compiled = hashPrefix(p);
+      assert.equal(hashId(compiled, id, ROLLOUT_SALT), top60(p + text), `${JSON.stringify(p)} + ${JSON.stringify(text)}`);
+      assert.equal(hashId(compiled, id, VARIANT_SALT), top60(p + text + 'variant'), `${JSON.stringify(p)} + ${JSON.stringify(text)} + variant`);
+    }
   }
 });
 

@@ -23,7 +23,7 @@ import { decodeBody, DecodeError, parseCompression } from './decode.js';
 import {
   evaluationRequestOf, flagsQueryOf, isObject, shapeOf, switchesOf, tokenOf, type FlagsQuery,
 } from './flags-request.js';
-import { Exchange, readBody } from './reply.js';
+import { Exchange, readBodyTransient } from './reply.js';
 import { nextRequestId } from './request-id.js';
 import { detectRuntime, runtimeFromUserAgent, type RuntimeHeaders } from './runtime.js';
 
@@ -73,7 +73,9 @@ export function flagsHandler(ctx: NodeHttpContext, endpoint: 'flags' | 'decide')
     } catch (e) {
       return fail(ctx, ex, e);
     }
-    readBody(res, limit, (body) => {
+    // The body may be a view of uWS's memory: handleBody reads it synchronously and keeps nothing
+    // of it (decoding makes strings and objects of its own).
+    readBodyTransient(res, limit, (body) => {
       if (body === 'too_large') return ex.sendError(errors.payloadTooLarge(limit), true);
       try {
         handleBody(ctx, ex, endpoint, head, body);

@@ -101,3 +101,32 @@ export function readBody(res: HttpResponse, maxBytes: number, done: (body: Buffe
     chunks.push(Buffer.from(Buffer.from(chunk)));
   });
 }
+
+/**
+ * {@link readBody} for a handler that is done with the bytes when `done` returns: a body that
+ * arrives as one chunk (the usual small body) is handed over as a view of uWS's chunk instead of
+ * a copy. That view is invalid once `done` returns (uWS reuses the memory), so `done` must read
+ * what it needs synchronously and keep neither the view nor anything sharing its memory. Bodies
+ * in several chunks are copied and joined as in {@link readBody}.
+ */
+export function readBodyTransient(res: HttpResponse, maxBytes: number, done: (body: Buffer | 'too_large') => void): void {
+  let chunks: Buffer[] | null = null;
+  let size = 0;
+  let finished = false;
+  res.onData((chunk, isLast) => {
+    if (finished) return;
+    size += chunk.byteLength;
+    if (size > maxBytes) {
+      finished = true;
+      done('too_large');
+      return;
+    }
+    if (isLast) {
+      finished = true;
+      if (chunks === null) done(Buffer.from(chunk));
+      else { chunks.push(Buffer.from(Buffer.from(chunk))); done(Buffer.concat(chunks, size)); }
+      return;
+    }
+    (chunks ??= []).push(Buffer.from(Buffer.from(chunk))); // uWS reuses `chunk` after this callback returns: copy it
+  });
+}

@@ -244,16 +244,19 @@ const TAIL_EVALUATED_AT = Buffer.from(',"evaluatedAt":');
 /**
  * Writes `JSON.stringify(s)` at `o` and returns the end. Request ids (UUIDs) are printable ASCII
  * without `"` or `\`: their bytes are the characters, written in one loop instead of building
- * the quoted string and encoding it; anything else goes through JSON.stringify. `buf` must have
+ * the quoted string and encoding it, checked as they are copied; anything else goes through
+ * JSON.stringify. `buf` must have
  * room for `s.length * 6 + 2` bytes.
  */
 function writeJsonString(buf: Buffer, o: number, s: string): number {
+  const start = o;
+  buf[o++] = 0x22;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
-    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return o + buf.write(JSON.stringify(s), o, 'utf8');
+    // Checked while copied (one pass): on a character that needs escaping, start over with JSON.stringify.
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return start + buf.write(JSON.stringify(s), start, 'utf8');
+    buf[o++] = c;
   }
-  buf[o++] = 0x22;
-  for (let i = 0; i < s.length; i++) buf[o++] = s.charCodeAt(i);
   buf[o++] = 0x22;
   return o;
 }

@@ -20,3 +20,24 @@ test('nextRequestId gives distinct random UUID v4s', () => {
   assert.equal(seen.size, 100_000);
   assert.equal(sharedNodeField, 0);
 });
+
+test('every random hex digit of the ids takes each of its 16 values about equally often', () => {
+  const n = 32_000;
+  const counts = Array.from({ length: 36 }, () => new Array<number>(16).fill(0));
+  for (let i = 0; i < n; i++) {
+    const id = nextRequestId();
+    for (let j = 0; j < 36; j++) if (id[j] !== '-') counts[j]![parseInt(id[j]!, 16)]!++;
+  }
+  for (let j = 0; j < 36; j++) {
+    if (j === 8 || j === 13 || j === 18 || j === 23) continue; // dashes
+    if (j === 14) { assert.equal(counts[j]![4], n, 'version nibble'); continue; }
+    const allowed = j === 19 ? [8, 9, 10, 11] : Array.from({ length: 16 }, (_, k) => k);
+    const expected = n / allowed.length;
+    for (let k = 0; k < 16; k++) {
+      const c = counts[j]![k]!;
+      // Binomial sd is at most sqrt(n / 4) = ~89 at these sizes; 6 sd either side.
+      if (allowed.includes(k)) assert.ok(Math.abs(c - expected) < 6 * Math.sqrt(expected), `position ${j}, digit ${k}: ${c} times, expected ~${expected}`);
+      else assert.equal(c, 0, `position ${j} never holds ${k}`);
+    }
+  }
+});
