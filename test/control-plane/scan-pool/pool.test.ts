@@ -115,7 +115,8 @@ test('deadline: a match stops cooperatively (504), an evaluation stops at it wit
     // 100 hostile flags (≥ 5 s of searches): the evaluation stops at the scan's deadline, and the
     // flags it did not reach answer as failed entries.
     const stuck = short.begin(1);
-    const flags = Array.from({ length: 100 }, (_, i) => ({ id: i + 1, key: `h${i}`, active: true, filters: { groups: [{ properties: [HOSTILE], rollout_percentage: 100 }] } }));
+    // Each flag's pattern differs (an alternative that never matches): identical conditions are tested once per request.
+    const flags = Array.from({ length: 100 }, (_, i) => ({ id: i + 1, key: `h${i}`, active: true, filters: { groups: [{ properties: [{ ...HOSTILE, value: `${HOSTILE.value}|^q${i}$` }], rollout_percentage: 100 }] } }));
     const evaluate = stuck.plan({ kind: 'evaluate', definitions: { ...DEFS, flags } as never, timezone: 'UTC' });
     const evaluated = Date.now();
     try {

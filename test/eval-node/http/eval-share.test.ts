@@ -79,7 +79,8 @@ test('a share of 100 % never refuses', () => {
 
 test('on a node, a project running every request to the budget is throttled while another project keeps its answers', async () => {
   const redos = '^(?=(a+)+$)'; // catastrophic for a backtracking engine: each search runs to its limit
-  const heavy = flag('heavy', { groups: Array.from({ length: 100 }, () => ({ properties: [{ key: 'email', type: 'person', operator: 'regex', value: redos }], rollout_percentage: 100 })) });
+  // Each group's pattern differs (an alternative that never matches): identical conditions are tested once per request.
+  const heavy = flag('heavy', { groups: Array.from({ length: 100 }, (_, i) => ({ properties: [{ key: 'email', type: 'person', operator: 'regex', value: `${redos}|^q${i}$` }], rollout_percentage: 100 })) });
   const node = await startTestNode({ changes: worldChanges([heavy]) });
   try {
     // The heavy project sends from another thread (the node runs on this one): 8 connections, each

@@ -55,8 +55,9 @@ test('a pool task past the evaluation time limit answers 503 evaluation_timeout;
   // 20 groups whose lookahead each runs into the 50 ms backtracking limit: about 1 s of work,
   // far past the task limit, with the request budget lifted so only the task limit stops it. The
   // limit stays well above a fresh worker's first (cold) task on a loaded machine, so the worker
-  // that replaces the stopped one can answer within it.
-  const groups = Array.from({ length: 20 }, () => ({ properties: [{ key: 'name', type: 'person', operator: 'regex', value: '^(?=(a+)+$)' }], rollout_percentage: 100 }));
+  // that replaces the stopped one can answer within it. Each pattern differs (an alternative that
+  // never matches), as identical conditions are tested once per request.
+  const groups = Array.from({ length: 20 }, (_, i) => ({ properties: [{ key: 'name', type: 'person', operator: 'regex', value: `^(?=(a+)+$)|^q${i}$` }], rollout_percentage: 100 }));
   const slow = flag('slow-lookahead', { groups });
   const node = await startTestNode({ changes: worldChanges([slow]), evalThreads: 1, config: { evalTaskTimeoutMs: TASK_LIMIT_MS, evalBudgetMs: 60_000 } });
   try {
