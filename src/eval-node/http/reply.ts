@@ -80,26 +80,7 @@ const NO_HEADERS: readonly (readonly [string, string])[] = Object.freeze([]);
  * ignored). `onAborted` must already be registered on `res`.
  */
 export function readBody(res: HttpResponse, maxBytes: number, done: (body: Buffer | 'too_large') => void): void {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let finished = false;
-  res.onData((chunk, isLast) => {
-    if (finished) return;
-    size += chunk.byteLength;
-    if (size > maxBytes) {
-      finished = true;
-      done('too_large');
-      return;
-    }
-    // uWS reuses `chunk` after this callback returns: copy it.
-    if (isLast) {
-      finished = true;
-      if (chunks.length === 0) done(Buffer.from(Buffer.from(chunk)));
-      else { chunks.push(Buffer.from(Buffer.from(chunk))); done(Buffer.concat(chunks, size)); }
-      return;
-    }
-    chunks.push(Buffer.from(Buffer.from(chunk)));
-  });
+  collectBody(res, maxBytes, done, false);
 }
 
 /**
@@ -110,9 +91,15 @@ export function readBody(res: HttpResponse, maxBytes: number, done: (body: Buffe
  * in several chunks are copied and joined as in {@link readBody}.
  */
 export function readBodyTransient(res: HttpResponse, maxBytes: number, done: (body: Buffer | 'too_large') => void): void {
+  collectBody(res, maxBytes, done, true);
+}
+
+function collectBody(res: HttpResponse, maxBytes: number, done: (body: Buffer | 'too_large') => void, lendSingleChunk: boolean): void {
   let chunks: Buffer[] | null = null;
   let size = 0;
   let finished = false;
+  // uWS reuses a chunk's memory after its callback returns: what outlives the callback is copied.
+  const copy = (chunk: ArrayBuffer): Buffer => Buffer.from(Buffer.from(chunk));
   res.onData((chunk, isLast) => {
     if (finished) return;
     size += chunk.byteLength;
@@ -123,10 +110,10 @@ export function readBodyTransient(res: HttpResponse, maxBytes: number, done: (bo
     }
     if (isLast) {
       finished = true;
-      if (chunks === null) done(Buffer.from(chunk));
-      else { chunks.push(Buffer.from(Buffer.from(chunk))); done(Buffer.concat(chunks, size)); }
+      if (chunks === null) done(lendSingleChunk ? Buffer.from(chunk) : copy(chunk));
+      else { chunks.push(copy(chunk)); done(Buffer.concat(chunks, size)); }
       return;
     }
-    (chunks ??= []).push(Buffer.from(Buffer.from(chunk))); // uWS reuses `chunk` after this callback returns: copy it
+    (chunks ??= []).push(copy(chunk));
   });
 }
