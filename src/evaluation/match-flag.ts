@@ -29,7 +29,7 @@ import { hashId, ROLLOUT_SALT, VARIANT_SALT, type Utf8Id } from './hash.js';
 import { inHoldout } from './holdout.js';
 import { ERROR_CODES, REASONS } from './reasons.js';
 import type { FlagReason, FlagResult, FlagResultMetadata } from './types.js';
-import { pickVariant, pickVariantIndex } from './variants.js';
+import { pickVariantIndex } from './variants.js';
 
 const hasOwn = Object.prototype.hasOwnProperty;
 
@@ -160,8 +160,8 @@ function testFilters(cond: CompiledCondition, scope: RequestScope): boolean {
 }
 
 /**
- * {@link variantFor} as an index into the flag's variant keys, -1 for no variant (also when the
- * flag has no variants).
+ * The index into the flag's variant keys of the variant `id` hashes to (the table's constant
+ * variant without an id), -1 for no variant (also when the flag has no variants).
  */
 function variantIndex(flag: CompiledFlag, id: Utf8Id | null): number {
   const table = flag.variants;
@@ -174,12 +174,10 @@ function variantIndex(flag: CompiledFlag, id: Utf8Id | null): number {
   return pickVariantIndex(table, h);
 }
 
+/** The variant `id` hashes to ({@link variantIndex}), or null. */
 function variantFor(flag: CompiledFlag, id: Utf8Id | null): string | null {
-  const table = flag.variants;
-  if (table === null) return null;
-  if (id === null) return table.constant ?? null;
-  const h = id.bytes.length === 0 ? 0 : hashId(flag.hashPrefix, id, VARIANT_SALT);
-  return pickVariant(table, h);
+  const i = variantIndex(flag, id);
+  return i < 0 ? null : flag.variants!.keys[i]!;
 }
 
 /** Whether a person set's answer can depend on the identifier (device-id rule, research §2.4). */

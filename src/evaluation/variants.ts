@@ -35,20 +35,17 @@ export function buildVariantTable(variants: ReadonlyArray<{ key: string; rollout
   return { keys: variants.map((v) => v.key), boundaries, constant };
 }
 
-/** The variant for variant hash `h` in [0, 1], or null when no boundary exceeds it. */
-export function pickVariant(table: VariantTable, h: number): string | null {
-  const b = table.boundaries;
-  for (let i = 0; i < b.length; i++) {
-    if (h < b[i]!) return table.keys[i]!;
-  }
-  return null;
-}
-
-/** {@link pickVariant} as the index of the variant in `table.keys`, or -1 for none. */
+/** The index in `table.keys` of the variant for variant hash `h` in [0, 1], or -1 when no boundary exceeds it. */
 export function pickVariantIndex(table: VariantTable, h: number): number {
   const b = table.boundaries;
   for (let i = 0; i < b.length; i++) {
     if (h < b[i]!) return i;
   }
   return -1;
+}
+
+/** The variant for variant hash `h` in [0, 1] ({@link pickVariantIndex}), or null. */
+export function pickVariant(table: VariantTable, h: number): string | null {
+  const i = pickVariantIndex(table, h);
+  return i < 0 ? null : table.keys[i]!;
 }
