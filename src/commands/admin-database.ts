@@ -2,7 +2,8 @@
  * The database of the administrative commands (`keys`, `users`, `quota`): the server's own, never
  * a new one. With DATABASE_URL that server; else the embedded cluster under SWITCHYARD_DATA_DIR,
  * which must already exist (created by `switchyard start` or `control-plane`): a command run from
- * another directory used to start a second, empty cluster there and report success on it. It says on stderr which database it used.
+ * another directory must not start a second, empty cluster there and report success on it. It
+ * says on stderr which database it used.
  */
 import fs from 'node:fs';
 import path from 'node:path';

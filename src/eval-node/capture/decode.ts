@@ -82,7 +82,7 @@ function base64(b: Buffer | string): Buffer {
  * @param body raw request body (possibly empty)
  * @param query the request's query string (`data`, `compression`)
  * @param contentType the `Content-Type` header
- * @param maxBytes largest decoded payload (a 65 KB gzip used to inflate to 64 MiB)
+ * @param maxBytes largest decoded payload (a 65 KB gzip can inflate to 64 MiB)
  * @throws CaptureDecodeError (→ 400) for an empty payload, bad gzip, non-UTF-8, invalid JSON or
  * JSON nested deeper than MAX_PAYLOAD_DEPTH; CaptureOverBudgetError (→ 413) for more members or
  * events than CAPTURE_BODY_BUDGET (both refused before parsing, in one pass over the text);

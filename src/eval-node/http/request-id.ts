@@ -1,8 +1,7 @@
 /**
  * Request ids for /flags answers (`requestId`, research/posthog-flag-evaluation.md §5.2): a random
- * UUID v4 per request, as PostHog's flags service sends. An earlier counter in the node field
- * saved ~1 % of a request's CPU but made ids predictable and told anyone how many requests a node
- * had answered.
+ * UUID v4 per request, as PostHog's flags service sends. A counter would save ~1 % of a request's
+ * CPU but would make ids predictable and tell anyone how many requests a node had answered.
  *
  * The 16 random bytes come from a pool filled by `crypto.randomFillSync` (256 ids at a time, as
  * `crypto.randomUUID()` buffers its entropy), and the 36 characters are written into a scratch

@@ -245,8 +245,7 @@ const TAIL_EVALUATED_AT = Buffer.from(',"evaluatedAt":');
  * Writes `JSON.stringify(s)` at `o` and returns the end. Request ids (UUIDs) are printable ASCII
  * without `"` or `\`: their bytes are the characters, written in one loop instead of building
  * the quoted string and encoding it, checked as they are copied; anything else goes through
- * JSON.stringify. `buf` must have
- * room for `s.length * 6 + 2` bytes.
+ * JSON.stringify. `buf` must have room for `s.length * 6 + 2` bytes.
  */
 function writeJsonString(buf: Buffer, o: number, s: string): number {
   const start = o;

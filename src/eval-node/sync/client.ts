@@ -27,8 +27,8 @@
  * the client drains what it received, then reconnects after `backoffDelayMs(attempt)`
  * (backoff.ts); `attempt` resets only after a stream that made progress: it advanced the
  * applied revision, completed a snapshot, or stayed healthy for {@link HEALTHY_STREAM_MS}.
- * Delivering something is not progress (a stream that delivered a change it
- * could not apply used to reconnect at once, forever). The control plane's revision is noted
+ * Delivering something is not progress (a stream that delivers a change it
+ * cannot apply would otherwise reconnect at once, forever). The control plane's revision is noted
  * on receipt, so lag is truthful even while applying fails. The store stays readable throughout. Statuses are kept in `state().lastError` (UNAUTHENTICATED for a
  * wrong cluster token: nothing is applied, retries continue at the capped delay).
  *
