@@ -163,7 +163,10 @@ export class Stack {
   startPg(db: string, extra: string[]): HostProcess {
     const p = new HostProcess(db, this.net.host(db), [...AS_POSTGRES, `${PG_BIN}/postgres`, '-D', path.join(this.dir, db),
       '-c', `listen_addresses=${this.ip(db)}`, '-c', 'port=5432', '-c', `unix_socket_directories=${path.join(this.dir, `sock-${db}`)}`,
-      '-c', 'fsync=off', '-c', 'max_connections=200', '-c', 'shared_buffers=32MB', ...extra], this.log(db));
+      '-c', 'fsync=off', '-c', 'max_connections=200', '-c', 'shared_buffers=32MB',
+      // Dynamic shared memory as files in the data directory (removed with it), not /dev/shm
+      // segments that a killed server leaves behind.
+      '-c', 'dynamic_shared_memory_type=mmap', ...extra], this.log(db));
     this.pg.set(db, p);
     return p;
   }
