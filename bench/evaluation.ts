@@ -25,6 +25,7 @@ import { COMPANIES, PLANS, prng, USERS, workloadDefinitions, workloadRequest } f
 import { DEFAULT_EVAL_BUDGET_MS } from '../src/limits.js';
 import { evaluationBudget } from '../src/eval-node/pool/budget-clock.js';
 import { flagsV2Bytes } from '../src/eval-node/pool/respond.js';
+import { median } from './median.js';
 
 export { workloadDefinitions, workloadRequest };
 
@@ -145,7 +146,6 @@ function main(): void {
     fastRounds.push(ns(t) / per);
   }
   if (sink === -1) console.log(sink);
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const best = (xs: number[]) => Math.min(...xs);
   const evalNs = median(evalRounds);
   const fullNs = median(fullRounds);
@@ -218,7 +218,6 @@ function answerVsStringify(count: number, users: number[]): void {
     if (round >= 0) { floor.push(f); str.push(s); bytes.push(b); }
   }
   if (sink === -1) console.log(sink);
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const ratios = (xs: number[]) => xs.map((x, i) => x / floor[i]!);
   const range = (xs: number[]) => `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`;
   console.log(`${count.toLocaleString('en-US')} flags, ${per} requests a round, median of ${ROUNDS} interleaved rounds (target: evaluate + serialize ≤ 1.0× the floor):`);

@@ -23,6 +23,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { median } from './median.js';
 
 const FLAGS = Number(process.env.BENCH_FLAGS ?? 50);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 5000);
@@ -108,7 +109,6 @@ async function main(): Promise<void> {
     }
   }
   console.log(`POST /flags?v=2 handler in-process, ${FLAGS} flags, ${ROUNDS} interleaved rounds of ${REQUESTS} requests; Node ${process.version}, load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
-  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const baseWall = us.get(roots[0]!)!;
   const baseCpu = cpu.get(roots[0]!)!;
   for (const root of roots) {

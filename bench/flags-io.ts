@@ -22,6 +22,7 @@ import { processCpuUs, spawnServer } from './proc.js';
 import type { World } from './flags-world.js';
 import { prng, USERS, workloadBody } from './flags-workload.js';
 import { stablePort } from '../test/support/ports.js';
+import { median } from './median.js';
 
 /** IO thread counts of the `io` mode (each: a node process and a bare uWS process with that many threads). */
 const IO_THREADS = (process.env.BENCH_IO_THREADS ?? '1,2').split(',').map(Number);
@@ -125,7 +126,7 @@ export async function measureIoThreads(dir: string, world: World): Promise<IoRow
   return rows;
 }
 
-const spread = (xs: number[], d = 2) => (xs.length === 0 ? '–' : `${Math.min(...xs).toFixed(d)}–${Math.max(...xs).toFixed(d)} (median ${[...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!.toFixed(d)})`);
+const spread = (xs: number[], d = 2) => (xs.length === 0 ? '–' : `${Math.min(...xs).toFixed(d)}–${Math.max(...xs).toFixed(d)} (median ${median(xs).toFixed(d)})`);
 
 /** Prints the `io` rows as a Markdown table (each node row beside its same-run floor) and the ratios' spread over the repetitions. */
 export function reportIo(rows: IoRow[]): void {
