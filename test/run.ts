@@ -1,15 +1,15 @@
 /**
- * `make test`: runs every `*.test.js` under dist/test in a few batches per folder, each batch
- * one node process running its files one after another (test/support/batches.ts, schedule.ts), longest
- * first (test/support/order.ts), and ends with a summary listing the slowest files
- * (test/support/summary.ts). Exits 1 when any file fails.
+ * `make test`: runs every `*.test.js` under dist/test on a few worker processes, each running
+ * files one after another as it takes them from one queue, longest first (test/support/schedule.ts,
+ * order.ts), and ends with a summary listing the slowest files (test/support/summary.ts). Exits 1
+ * when any file fails.
  *
  * Unless DATABASE_URL is set, one throw-away embedded Postgres cluster is started for the whole
  * run (test/support/postgres.ts). Either way one migrated template database is built first;
  * each suite's database is a copy of it (test/support/db.ts).
  *
  * Arguments are substrings that select test files (`make test TEST_ARGS=evaluation`).
- * Environment: TEST_CONCURRENCY (files at once; default below), TEST_FILE_TIMEOUT_MS (a file's
+ * Environment: TEST_CONCURRENCY (workers, so files at once; default below), TEST_FILE_TIMEOUT_MS (a file's
  * time limit, default 180000), TEST_QUIET=1 (print only failing files' output).
  * test/cluster/ is left to `make test-cluster` (it needs root and network namespaces).
  */
@@ -20,8 +20,7 @@ import { fileURLToPath } from 'node:url';
 import type { EmbeddedCluster } from '../src/control-plane/db/embedded.js';
 import { TEMPLATE_ENV, THROWAWAY_CLUSTER_ENV } from './support/db.js';
 import { createTemplateDatabase, startTestPostgres } from './support/postgres.js';
-import { expectation, readDurations, writeDurations, type Durations } from './support/order.js';
-import { formUnits } from './support/batches.js';
+import { orderFiles, readDurations, writeDurations, type Durations } from './support/order.js';
 import { killRunning, runFiles } from './support/schedule.js';
 import { fileFigures, fileOk, formatSummary, unitName } from './support/summary.js';
 import { postgresCpuMs } from './support/postgres-cpu.js';
@@ -113,13 +112,15 @@ async function main(): Promise<number> {
     console.log(`ℹ Postgres and the template database ready in ${((Date.now() - started) / 1000).toFixed(1)} s; ${files.length} files, ${concurrency()} at a time`);
     const scratchDir = fs.mkdtempSync(path.join(tmp, 'counts-'));
     const quiet = process.env.TEST_QUIET === '1';
-    const units = formUnits(files, expectation(files, { ...readDurations(seedDurationsFile), ...readDurations(durationsFile) }, rel), rel);
-    console.log(`ℹ ${units.length} processes: ${units.filter((u) => u.length === 1).length} files alone, ${units.filter((u) => u.length > 1).length} batches`);
-    const runs = await runFiles(units, {
+    const ordered = orderFiles(files, { ...readDurations(seedDurationsFile), ...readDurations(durationsFile) }, rel);
+    const runs = await runFiles(ordered, {
       concurrency: concurrency(), env, scratchDir, fileTimeoutMs: FILE_TIMEOUT_MS,
+      onFile(name, output, ok) {
+        if (!(quiet && ok)) process.stdout.write(`\n── ${name}\n${output}`);
+      },
       onDone(run) {
         if (quiet && fileOk(run)) return;
-        process.stdout.write(`\n── ${unitName(run, rel)} (${(run.durationMs / 1000).toFixed(1)} s)\n${run.output}`);
+        process.stdout.write(`\n── ${unitName(run, rel)}: the process ended after ${(run.durationMs / 1000).toFixed(1)} s${run.exitCode === 0 ? '' : ` (exit ${run.exitCode ?? 'on a signal'})`}\n${run.output}`);
       },
     });
     const measured: Durations = {};

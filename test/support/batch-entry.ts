@@ -1,8 +1,9 @@
 /**
- * Runs several test files in one node process, one after another (test/support/schedule.ts
- * starts it for a batch, test/support/batches.ts forms them), so the product's modules are loaded
- * once for the batch instead of once per file: loading the control plane's modules costs about
- * a second of CPU, more than many of its test files spend testing.
+ * Runs several test files in one node process, one after another, so the product's modules are
+ * loaded once for all of them instead of once per file (loading the control plane's modules costs
+ * about a second of CPU, more than many of its test files spend testing) and later files run warm.
+ * The files are its arguments, and, when test/support/schedule.ts started it as a worker (an IPC
+ * channel), the files the runner sends one at a time (`{"file": path}`) until it disconnects.
  *
  * Each file becomes a suite named by its path relative to dist/test, and its module is imported
  * inside that suite: its top-level tests and hooks (`before`, `after`) belong to the suite, so a
@@ -11,7 +12,7 @@
  * included) is appended to the report file (reporter.ts REPORT_FILE_ENV) for the run's summary.
  * While a file runs, SUITE_ENV names it (its databases carry the name: db.ts).
  *
- * Usage: `node --test-reporter=… dist/test/support/batch-entry.js <file.test.js>…` (absolute paths).
+ * Usage: `node --test-reporter=… dist/test/support/batch-entry.js [<file.test.js>…]` (absolute paths).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -32,7 +33,8 @@ function record(timing: FileTiming): void {
   if (file) fs.appendFileSync(file, `${JSON.stringify(timing)}\n`);
 }
 
-for (const file of process.argv.slice(2)) {
+/** Registers `file` as a suite of this process's run (it runs when the suites before it have ended). */
+function runFile(file: string): void {
   const name = path.relative(testRoot, file);
   describe(name, async () => {
     let wall = 0;
@@ -42,4 +44,12 @@ for (const file of process.argv.slice(2)) {
     await import(pathToFileURL(file).href);
     after(() => record({ file: name, wallMs: performance.now() - wall, cpuMs: cpuNow() - cpu }));
   });
+}
+
+for (const file of process.argv.slice(2)) runFile(file);
+if (process.send) {
+  // A worker of test/support/schedule.ts: files arrive one at a time; the reporter asks for the
+  // next as each file's suite ends (reporter.ts), and the runner disconnects when none are left.
+  process.on('message', (m: { file?: string }) => { if (typeof m?.file === 'string') runFile(m.file); });
+  process.send({ next: true });
 }

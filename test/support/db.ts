@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import { connect, type Sql } from '../../src/control-plane/db/connect.js';
 import { migrate } from '../../src/control-plane/db/migrate.js';
 
-/** Environment variable naming the test file a batch runs now (set by batch-entry.ts; a lone file is argv[1]). */
+/** Environment variable naming the test file a worker runs now (set by batch-entry.ts; a lone file is argv[1]). */
 export const SUITE_ENV = 'SWITCHYARD_TEST_SUITE';
 
 /** Environment variable naming the run's migrated template database (set by test/run.ts). */

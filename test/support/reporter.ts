@@ -10,6 +10,10 @@
  * to such an exit); without it they are yielded to `--test-reporter-destination`. The
  * human-readable output comes from the built-in `spec` reporter beside it.
  *
+ * In a worker process of test/support/schedule.ts (an IPC channel), the end of each top-level
+ * suite (a file, batch-entry.ts) also sends `{"next": true}` to the runner, which answers with
+ * the next file or disconnects.
+ *
  * Events are node:test's reporter stream (Node 20): `test:pass` / `test:fail` per test and per
  * suite (`details.type === 'suite'`); `skip` / `todo` ride on the event's data.
  */
@@ -71,6 +75,8 @@ export default async function* countsReporter(source: AsyncIterable<{ type: stri
     const d = event.data as TestEventData;
     count(counts, event.type, d, path);
     yield note(d.nesting === 0 ? { counts, finished: d.name } : { counts });
+    // A worker of test/support/schedule.ts (batch-entry.ts) asks for its next file as one ends.
+    if (d.nesting === 0 && process.connected) process.send!({ next: true });
   }
   yield note({ counts, end: true });
 }

@@ -1,15 +1,19 @@
 /**
- * Runs test files for test/run.ts: one node process per unit, a unit being one file (the file
- * itself, with node:test's reporters; not `node --test <file>`, whose extra runner process cost
- * about 0.3 s of CPU per file) or a batch of files run one after another in one process
- * (batch-entry.ts; batches.ts forms them), at most `concurrency` at a time, in the order given
- * (test/support/order.ts puts the longest first so the run ends evenly). Each unit's output is
- * collected and handed over whole when it ends, so units running side by side do not interleave
- * their lines.
+ * Runs test files for test/run.ts on a few long-lived worker processes (batch-entry.ts), at most
+ * `concurrency` at a time. The files wait in one queue, longest expected first
+ * (test/support/order.ts); a worker takes the next one when its last one has ended, so the lanes end
+ * together whatever the estimates' errors, and each worker loads the product's modules once and
+ * runs all its files with a warm JIT (every further process would pay about 1.5 CPU-s again for
+ * loading and warming up). A worker runs its files one after another, so a file that starts
+ * child processes or a browser, kills processes or measures latency has the process to itself
+ * while it runs; its `after` hooks must stop what it started, and it must not change
+ * process-wide state (environment, signal handlers).
  *
- * A file runs in its own process group: when it ends, anything it left running (a spawned node,
- * a browser) is killed; when it passes `fileTimeoutMs` the whole group is killed and the file
- * fails, so a suite that hangs (in a test or in its teardown) cannot hold the run.
+ * A worker runs in its own process group: when it ends, anything its files left running (a spawned
+ * node, a browser) is killed; when one file passes `fileTimeoutMs`, the whole group is killed, the
+ * file fails naming the test it was in, and a new worker takes the rest of the queue. Output is
+ * handed over file by file as each file's suite ends, so workers running side by side do not
+ * interleave their lines.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -18,16 +22,16 @@ import { REPORT_FILE_ENV, type FileCounts, type ReportRecord } from './reporter.
 import { childrenCpuMs } from './child-cpu.js';
 import type { FileTiming } from './batch-entry.js';
 
-/** Finished children's CPU at the last file's exit (child-cpu.ts). */
+/** Finished children's CPU at the last worker's exit (child-cpu.ts). */
 let lastChildrenCpuMs: number | null = childrenCpuMs();
 
-/** How one file ended. */
+/** How one worker process (or a file run alone) ended. */
 export interface FileRun {
-  /** The file, or a batch's first file. */
+  /** Its first file. */
   file: string;
-  /** Every file the unit ran: the file alone, or the batch's files in order. */
+  /** Every file it was handed, in order (the last one unfinished when it was killed or crashed). */
   files: string[];
-  /** A batch's per-file wall and CPU as its files ended (names relative to dist/test); empty for a single file. */
+  /** A worker's per-file wall and CPU as its files ended (names relative to dist/test); empty for a file run alone. */
   timings: FileTiming[];
   /** Wall time from spawn to exit, in milliseconds. */
   durationMs: number;
@@ -37,7 +41,7 @@ export interface FileRun {
   exitCode: number | null;
   /** True when it was killed for passing `fileTimeoutMs`. */
   timedOut: boolean;
-  /** Everything it wrote (spec reporter, then stderr). */
+  /** What it wrote (spec reporter and stderr) that was not handed over with a file's output. */
   output: string;
   /** Its counts over the tests it finished (null when it finished none). */
   counts: FileCounts | null;
@@ -52,8 +56,10 @@ export interface ScheduleOptions {
   fileTimeoutMs: number;
   /** Directory for the reporters' count files. */
   scratchDir: string;
-  /** Called as each file ends, in the order they end. */
+  /** Called as each worker ends (`run.output`: what it wrote after its last file's output). */
   onDone(run: FileRun): void;
+  /** Called with each file's output (name relative to dist/test) as its suite ends; `ok`: it passed. */
+  onFile?(name: string, output: string, ok: boolean): void;
 }
 
 /** The compiled counts reporter (this file is dist/test/support/schedule.js). */
@@ -75,57 +81,113 @@ export function killRunning(): void {
   for (const pid of running) killGroup(pid);
 }
 
-/** Runs every unit (a file, or a batch of files); resolves with their runs in the order given. */
-export async function runFiles(units: readonly (readonly string[])[], opts: ScheduleOptions): Promise<FileRun[]> {
-  const runs: FileRun[] = new Array(units.length);
-  let next = 0;
+/**
+ * Runs `files` (absolute paths, in the order to start them) on at most `concurrency` workers at
+ * once; resolves with one run per worker process, in the order they ended. A lone file runs by
+ * itself (the file with node:test's reporters, no worker). Each worker takes the next file of the
+ * shared queue when its last one has ended; a worker that was killed or crashed is replaced by a
+ * new one while files are left.
+ */
+export async function runFiles(files: readonly string[], opts: ScheduleOptions): Promise<FileRun[]> {
+  const runs: FileRun[] = [];
+  if (files.length === 1) {
+    const run = await runWorker([...files], 0, opts, true);
+    runs.push(run);
+    opts.onDone(run);
+    return runs;
+  }
+  const queue = [...files];
+  let index = 0;
   async function lane(): Promise<void> {
-    while (next < units.length) {
-      const i = next++;
-      runs[i] = await runUnit(units[i]!, i, opts);
-      opts.onDone(runs[i]!);
+    while (queue.length > 0) {
+      const run = await runWorker(queue, index++, opts, false);
+      runs.push(run);
+      opts.onDone(run);
     }
   }
-  await Promise.all(Array.from({ length: Math.min(opts.concurrency, units.length) }, lane));
+  await Promise.all(Array.from({ length: Math.min(opts.concurrency, files.length) }, lane));
   return runs;
 }
 
-function runUnit(files: readonly string[], index: number, opts: ScheduleOptions): Promise<FileRun> {
-  const file = files[0]!;
+/** A complete line of the spec reporter that ends a file's suite: `✔ system/x.test.js (12.3ms)`. */
+const FILE_END = /^([✔✖]) (\S+\.test\.js) \(/;
+/** The line that opens the spec reporter's list of failures at the end of a process's run. */
+const FAILURES_HEADING = '✖ failing tests:';
+
+/**
+ * One worker process: batch-entry.ts, handed the files of `queue` one at a time over IPC (it asks
+ * for the next as the last one's suite ends: reporter.ts), until the queue is empty; or, when
+ * `alone`, the one file of `queue` run by itself. Its output (stdout and stderr as they arrive)
+ * is handed to `opts.onFile` file by file, at each suite's closing spec line.
+ */
+function runWorker(queue: string[], index: number, opts: ScheduleOptions, alone: boolean): Promise<FileRun> {
   const countsFile = path.join(opts.scratchDir, `${index}.json`);
   const started = Date.now();
-  // A batch may take as long as its files together would (a system batch holds several of the
-  // longest files); it is killed as a whole.
-  const timeoutMs = opts.fileTimeoutMs * Math.max(1, Math.ceil(files.length / 2));
-  const child = spawn(process.execPath, [
+  const ran: string[] = [];
+  const reporters = [
     '--test-reporter=spec', '--test-reporter-destination=stdout',
     `--test-reporter=${reporterPath}`, '--test-reporter-destination=stderr', // it writes countsFile itself
-    ...(files.length === 1 ? [file] : [batchEntryPath, ...files]),
-  ], { env: { ...opts.env, [REPORT_FILE_ENV]: countsFile }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  ];
+  if (alone) ran.push(queue.shift()!);
+  const child = spawn(process.execPath, [...reporters, ...(alone ? ran : [batchEntryPath])], {
+    env: { ...opts.env, [REPORT_FILE_ENV]: countsFile }, stdio: ['ignore', 'pipe', 'pipe', ...(alone ? [] : ['ipc' as const])], detached: true,
+  });
   if (child.pid !== undefined) running.add(child.pid);
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  child.stdout!.on('data', (d: Buffer) => out.push(d));
-  child.stderr!.on('data', (d: Buffer) => err.push(d));
+  let pending = ''; // output not yet handed over
+  let ending = false; // the spec reporter's closing list of failures has begun: it stays with the process
+  const take = (d: Buffer) => {
+    const text = d.toString('utf8');
+    pending += text;
+    while (!ending) {
+      let cut = -1;
+      let ok = true;
+      let name = '';
+      for (let at = 0; at < pending.length;) {
+        const nl = pending.indexOf('\n', at);
+        if (nl < 0) break;
+        const line = pending.slice(at, nl);
+        if (line.startsWith(FAILURES_HEADING)) { ending = true; break; }
+        const m = FILE_END.exec(line);
+        if (m) { cut = nl + 1; ok = m[1] === '✔'; name = m[2]!; break; }
+        at = nl + 1;
+      }
+      if (cut < 0) return;
+      opts.onFile?.(name, pending.slice(0, cut), ok);
+      pending = pending.slice(cut);
+    }
+  };
+  child.stdout!.on('data', take);
+  child.stderr!.on('data', take);
   const drained = Promise.all([child.stdout!, child.stderr!].map((s) => new Promise<void>((r) => s.once('close', () => r()))));
   return new Promise<FileRun>((resolve) => {
     let timedOut = false;
-    const timer = setTimeout(() => { timedOut = true; killGroup(child.pid); }, timeoutMs);
+    let timer: NodeJS.Timeout | undefined;
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => { timedOut = true; killGroup(child.pid); }, opts.fileTimeoutMs);
+    };
+    arm();
+    child.on('message', (m: { next?: boolean }) => {
+      if (!m?.next || !child.connected) return;
+      const file = queue.shift();
+      if (file === undefined) { child.disconnect(); arm(); return; } // the time left to exit
+      ran.push(file);
+      child.send({ file });
+      arm();
+    });
     child.once('exit', async (code) => {
       const durationMs = Date.now() - started;
       const cpuNow = childrenCpuMs();
       const cpuMs = cpuNow === null || lastChildrenCpuMs === null ? null : cpuNow - lastChildrenCpuMs;
       lastChildrenCpuMs = cpuNow;
       clearTimeout(timer);
-      killGroup(child.pid); // whatever the file left running
+      killGroup(child.pid); // whatever its files left running
       if (child.pid !== undefined) running.delete(child.pid);
       await Promise.race([drained, new Promise((r) => setTimeout(r, DRAIN_MS))]);
-      let output = Buffer.concat(out).toString('utf8');
-      const stderr = Buffer.concat(err).toString('utf8');
-      if (stderr.trim() !== '') output += `${output.endsWith('\n') || output === '' ? '' : '\n'}${stderr}`;
+      let output = pending;
       const { counts, stuckAt, timings } = readReport(countsFile);
-      if (timedOut) output += `\n✖ killed after ${timeoutMs} ms: the file hangs ${stuckAt}\n`;
-      resolve({ file, files: [...files], timings, durationMs, cpuMs, exitCode: code, timedOut, output, counts, stuckAt: timedOut ? stuckAt : null });
+      if (timedOut) output += `\n✖ killed after ${opts.fileTimeoutMs} ms: the file hangs ${stuckAt}\n`;
+      resolve({ file: ran[0] ?? '(none)', files: ran, timings, durationMs, cpuMs, exitCode: code, timedOut, output, counts, stuckAt: timedOut ? stuckAt : null });
     });
   });
 }

@@ -7,7 +7,7 @@ import type { FileRun } from './schedule.js';
 /** How many of the slowest files the summary lists. */
 export const SLOWEST_SHOWN = 10;
 
-/** A unit's name: the file, or a batch's first file and how many more ran with it. */
+/** A process's name: the file run alone, or a worker's first file and how many more it ran. */
 export function unitName(run: FileRun, rel: (file: string) => string): string {
   return run.files.length === 1 ? rel(run.file) : `${rel(run.file)} and ${run.files.length - 1} more files (one process)`;
 }
@@ -15,7 +15,7 @@ export function unitName(run: FileRun, rel: (file: string) => string): string {
 /** One file's figures: wall and CPU in milliseconds (CPU null where unknown). */
 export interface FileFigures { name: string; wallMs: number; cpuMs: number | null }
 
-/** Per-file figures: a lone file's process, or each batched file's own timing. */
+/** Per-file figures: a lone file's process, or each of a worker's files' own timing. */
 export function fileFigures(runs: readonly FileRun[], rel: (file: string) => string): FileFigures[] {
   return runs.flatMap((r) => (r.files.length === 1
     ? [{ name: rel(r.file), wallMs: r.durationMs, cpuMs: r.cpuMs }]
@@ -52,7 +52,7 @@ export function formatSummary(runs: readonly FileRun[], wallMs: number, rel: (fi
   }
   const figures = fileFigures(runs, rel);
   const cpu = (f: FileFigures) => (f.cpuMs === null ? '     ?' : (f.cpuMs / 1000).toFixed(1).padStart(6));
-  lines.push('', `slowest ${Math.min(SLOWEST_SHOWN, figures.length)} files (wall, CPU: seconds; a batched file's figures leave out loading the modules its batch shares):`);
+  lines.push('', `slowest ${Math.min(SLOWEST_SHOWN, figures.length)} files (wall, CPU: seconds; a file run by a worker leaves out loading the modules its worker shares):`);
   for (const f of [...figures].sort((a, b) => b.wallMs - a.wallMs).slice(0, SLOWEST_SHOWN)) {
     lines.push(`  ${(f.wallMs / 1000).toFixed(1).padStart(6)} ${cpu(f)}  ${f.name}`);
   }
