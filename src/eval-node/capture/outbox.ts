@@ -23,6 +23,7 @@
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { MAX_OUTBOX_BYTES } from '../../limits.js';
 import { prepareLmdbDir, restrictLmdbFiles } from '../store/files.js';
+import { markCleanClose } from '../store/clean-close.js';
 import { environmentFigures, type EnvironmentFigures } from '../store/figures.js';
 import { Packr } from 'msgpackr';
 import type { CapturedEvent } from '../../contract/events.js';
@@ -78,11 +79,10 @@ export class Outbox {
   private nextKey: number;
   private storedBytes = 0;
   private storedEntries = 0;
-  private readonly ownsRoot: boolean;
 
-  private constructor(private readonly root: RootDatabase, private readonly db: Database<Buffer, number>, ownsRoot: boolean,
+  /** `path`: the environment's directory when the outbox opened it (and so closes it), else null. */
+  private constructor(private readonly root: RootDatabase, private readonly db: Database<Buffer, number>, private readonly path: string | null,
     readonly maxBytes: number, private readonly random: () => number) {
-    this.ownsRoot = ownsRoot;
     let last = 0;
     for (const { key, value } of db.getRange({})) {
       this.storedBytes += value.length;
@@ -108,7 +108,7 @@ export class Outbox {
     const root = opts.root ?? open({ path: opts.path!, mapSize: Math.max(64 * 1024 ** 2, 2 * opts.maxBytes + 64 * 1024 ** 2) });
     if (!opts.root) restrictLmdbFiles(opts.path!);
     const db = root.openDB<Buffer, number>({ name: 'capture_outbox', encoding: 'binary' });
-    return new Outbox(root, db, !opts.root, opts.maxBytes, opts.random ?? Math.random);
+    return new Outbox(root, db, opts.root ? null : opts.path!, opts.maxBytes, opts.random ?? Math.random);
   }
 
   /** The environment's size on disk, its map size and its resident pages, in bytes (/metrics). */
@@ -201,8 +201,10 @@ export class Outbox {
     }
   }
 
-  /** Closes the environment when the outbox opened it. */
+  /** Closes the environment when the outbox opened it, recording the clean close (clean-close.ts). */
   async close(): Promise<void> {
-    if (this.ownsRoot) await this.root.close();
+    if (this.path === null) return;
+    await this.root.close();
+    await markCleanClose(this.path);
   }
 }

@@ -12,13 +12,15 @@
  *    lie inside the file;
  * 2. {@link probeStore}, in a short-lived child process (probe.ts): opens the environment
  *    read-only and reads and decodes every key and value of every database. A crash or an
- *    error there costs the child, not the node.
+ *    error there costs the child, not the node. Skipped when the file is exactly as its
+ *    writer's clean close left it (clean-close.ts).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { moveAside } from './aside.js';
+import { takeCleanClose } from './clean-close.js';
 
 /** LMDB's meta-page magic number. */
 export const LMDB_MAGIC = 0xbeefc0de;
@@ -84,13 +86,15 @@ export function probeStore(dir: string, timeoutMs: number = PROBE_TIMEOUT_MS): P
 }
 
 /**
- * Both checks of the environment at `dir` in order (the meta pages, then, unless `probe` is
- * false, the child-process read of everything). A missing `data.mdb` is sound (created on open).
+ * Both checks of the environment at `dir` in order (the meta pages, then the child-process
+ * read of everything, unless `probe` is false or the file is exactly as its writer's clean close
+ * left it: clean-close.ts, whose record this takes). A missing `data.mdb` is sound (created on open).
  * @returns null when sound, else the reason.
  */
 export async function checkEnvironment(dir: string, probe = true): Promise<string | null> {
+  const closedCleanly = takeCleanClose(dir);
   if (!fs.existsSync(path.join(dir, 'data.mdb'))) return null;
-  return checkLmdbHeader(dir) ?? (probe ? await probeStore(dir) : null);
+  return checkLmdbHeader(dir) ?? (probe && !closedCleanly ? await probeStore(dir) : null);
 }
 
 /** Renames the store at `dir` aside (aside.ts {@link moveAside}). @returns the new path. @throws on IO errors. */

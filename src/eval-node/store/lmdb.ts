@@ -31,6 +31,7 @@ import { keyPart, wasDigested } from './key-part.js';
 import { setOwn } from '../../own-property.js';
 import { STORE_FORMAT } from '../../contract/store-format.js';
 import { prepareLmdbDir, restrictLmdbFiles } from './files.js';
+import { markCleanClose } from './clean-close.js';
 import { entityCodec } from './entity-codec.js';
 import { WriteQueue } from './write-queue.js';
 import { EMPTY_STATE, MetaRecords, type MetaState, type StagingRecord } from './meta.js';
@@ -404,6 +405,7 @@ export function openNodeStore(path: string, opts: { readOnly?: boolean; mapSize?
       closed = true;
       await queue.drain();
       await root.close();
+      if (!readOnly) await markCleanClose(path);
     },
   };
   return store;
