@@ -10,6 +10,7 @@ import path from 'node:path';
 import type { Config } from '../config.js';
 import { openDatabase, type DatabaseHandle } from '../control-plane/db/database.js';
 import { CliError } from './cli-error.js';
+import { PROCESS_IO, type CommandIo } from './command-io.js';
 
 /**
  * `hosts/database` of a Postgres URL, without its credentials; a multi-host URL
@@ -21,12 +22,12 @@ export function databaseWhere(url: string): string {
 }
 
 /**
- * Opens the server's database for an administrative command.
+ * Opens the server's database for an administrative command, saying which on `io`'s stderr.
  * @throws CliError (exit 2) when there is no DATABASE_URL and no cluster in the data dir.
  */
-export async function openAdminDatabase(config: Config): Promise<DatabaseHandle> {
+export async function openAdminDatabase(config: Config, io: Pick<CommandIo, 'err'> = PROCESS_IO): Promise<DatabaseHandle> {
   if (config.databaseUrl) {
-    process.stderr.write(`switchyard: using DATABASE_URL (${databaseWhere(config.databaseUrl)})\n`);
+    io.err(`switchyard: using DATABASE_URL (${databaseWhere(config.databaseUrl)})\n`);
     return openDatabase(config);
   }
   const cluster = path.join(config.dataDir, 'postgres');
@@ -34,6 +35,6 @@ export async function openAdminDatabase(config: Config): Promise<DatabaseHandle>
     throw new CliError(`no Switchyard database in ${config.dataDir}: run this where \`switchyard start\` runs, `
       + 'or set SWITCHYARD_DATA_DIR to the server\'s data dir, or DATABASE_URL to its Postgres');
   }
-  process.stderr.write(`switchyard: using the embedded Postgres in ${cluster} (port ${config.embeddedPostgresPort})\n`);
+  io.err(`switchyard: using the embedded Postgres in ${cluster} (port ${config.embeddedPostgresPort})\n`);
   return openDatabase(config);
 }

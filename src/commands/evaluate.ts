@@ -20,6 +20,7 @@ import {
   compileProject, DefinitionError, evaluateFlags, requestFromBody, RequestBodyError, toFlagsV1, toFlagsV2,
   type ProjectDefinitions,
 } from '../evaluation/index.js';
+import { PROCESS_IO, type CommandIo } from './command-io.js';
 
 const USAGE = `usage: switchyard evaluate --definitions <defs.json|-> --request <req.json|-> [--person-properties <p.json|->]
                           [--format v2|v1] [--now <ISO-8601>] [--timezone <IANA zone>] [--runtime client|server]
@@ -70,10 +71,10 @@ function parseArgs(argv: string[]): Options | 'help' {
   return { definitions, request, personProperties, format, nowMs, timezone: values.get('--timezone'), runtime };
 }
 
-function readJson(path: string, what: string): unknown {
+function readJson(path: string, what: string, io: CommandIo): unknown {
   let text: string;
   try {
-    text = fs.readFileSync(path === '-' ? 0 : path, 'utf8');
+    text = path === '-' ? io.readStdin() : fs.readFileSync(path, 'utf8');
   } catch (e) {
     throw new UsageError(`cannot read ${what} "${path}": ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
@@ -84,17 +85,20 @@ function readJson(path: string, what: string): unknown {
   }
 }
 
-/** Runs the command; returns the exit code. Writes the response on stdout, problems on stderr. */
-export async function run(argv: string[]): Promise<number> {
+/**
+ * Runs the command with `io` (default: the process's stdin, stdout and stderr); returns the exit
+ * code. Writes the response on stdout, problems on stderr.
+ */
+export async function run(argv: string[], io: CommandIo = PROCESS_IO): Promise<number> {
   try {
     const opts = parseArgs(argv);
     if (opts === 'help') {
-      process.stdout.write(USAGE);
+      io.out(USAGE);
       return 0;
     }
-    const defs = readJson(opts.definitions, 'definitions');
-    const body = readJson(opts.request, 'request');
-    const person = opts.personProperties === null ? null : readJson(opts.personProperties, 'person properties');
+    const defs = readJson(opts.definitions, 'definitions', io);
+    const body = readJson(opts.request, 'request', io);
+    const person = opts.personProperties === null ? null : readJson(opts.personProperties, 'person properties', io);
     if (person !== null && (typeof person !== 'object' || Array.isArray(person))) {
       throw new UsageError('person properties must be a JSON object');
     }
@@ -107,7 +111,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     const project = compileProject(defs as ProjectDefinitions, { timezone: opts.timezone });
     if (project.problems.length > 0) {
-      for (const p of project.problems) process.stderr.write(`switchyard evaluate: invalid definition: flag "${p.flagKey}", field ${p.field}: ${p.message}\n`);
+      for (const p of project.problems) io.err(`switchyard evaluate: invalid definition: flag "${p.flagKey}", field ${p.field}: ${p.message}\n`);
       return 2;
     }
     const req = requestFromBody(body, opts.runtime);
@@ -115,19 +119,19 @@ export async function run(argv: string[]): Promise<number> {
     const result = evaluateFlags(project, req, { person_properties: person as Record<string, unknown> | null }, nowMs);
     const extra = { requestId: randomUUID(), evaluatedAt: nowMs };
     const out = opts.format === 'v1' ? toFlagsV1(result, extra) : toFlagsV2(result, extra);
-    process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+    io.out(`${JSON.stringify(out, null, 2)}\n`);
     return 0;
   } catch (e) {
     if (e instanceof UsageError) {
-      process.stderr.write(`switchyard evaluate: ${e.message}\n${USAGE}`);
+      io.err(`switchyard evaluate: ${e.message}\n${USAGE}`);
       return 2;
     }
     if (e instanceof DefinitionError) {
-      process.stderr.write(`switchyard evaluate: invalid definitions: ${e.message}\n`);
+      io.err(`switchyard evaluate: invalid definitions: ${e.message}\n`);
       return 2;
     }
     if (e instanceof RequestBodyError) {
-      process.stderr.write(`switchyard evaluate: invalid request (${e.code}): ${e.message}\n`);
+      io.err(`switchyard evaluate: invalid request (${e.code}): ${e.message}\n`);
       return 2;
     }
     throw e;

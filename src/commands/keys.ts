@@ -10,6 +10,7 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
 import { openAdminDatabase } from './admin-database.js';
+import { PROCESS_IO, type CommandIo } from './command-io.js';
 import { connect } from '../control-plane/db/connect.js';
 import { migrate } from '../control-plane/db/migrate.js';
 import { bootstrap } from '../control-plane/bootstrap.js';
@@ -23,37 +24,41 @@ const USAGE = 'usage: switchyard keys create --scopes <scope,...> [--project <id
   + '       switchyard keys list\n'
   + '       switchyard keys revoke <id | id prefix | phx_ key>\n';
 
-/** Returns the exit code: 0 printed a key, 2 bad arguments. */
-export async function run(argv: string[]): Promise<number> {
+/**
+ * Runs the command with `io` (default: the process's environment and streams); returns the exit
+ * code: 0 done, 1 no such key (revoke), 2 bad arguments.
+ * @throws CliError when there is no server database to use (src/commands/admin-database.ts).
+ */
+export async function run(argv: string[], io: CommandIo = PROCESS_IO): Promise<number> {
   const [sub, ...rest] = argv;
-  if (sub === 'list' || sub === 'revoke') return manage(sub, rest);
-  if (sub !== 'create') { process.stderr.write(USAGE); return 2; }
+  if (sub === 'list' || sub === 'revoke') return manage(sub, rest, io);
+  if (sub !== 'create') { io.err(USAGE); return 2; }
   let values;
   try {
     ({ values } = parseArgs({ args: rest, options: { scopes: { type: 'string' }, project: { type: 'string', multiple: true }, label: { type: 'string' } } }));
   } catch (e) {
-    process.stderr.write(`${(e as Error).message}\n${USAGE}`);
+    io.err(`${(e as Error).message}\n${USAGE}`);
     return 2;
   }
   let scopes: string[];
   try {
     scopes = parseScopes(values.scopes ?? '');
   } catch (e) {
-    process.stderr.write(`${isApiError(e) ? e.message : String(e)}\n${USAGE}`);
+    io.err(`${isApiError(e) ? e.message : String(e)}\n${USAGE}`);
     return 2;
   }
   const projects = (values.project ?? []).map(Number);
-  if (projects.some((p) => !Number.isSafeInteger(p) || p <= 0)) { process.stderr.write(`--project takes a project id\n${USAGE}`); return 2; }
-  const config = loadConfig();
-  const db = await openAdminDatabase(config);
+  if (projects.some((p) => !Number.isSafeInteger(p) || p <= 0)) { io.err(`--project takes a project id\n${USAGE}`); return 2; }
+  const config = loadConfig(io.env);
+  const db = await openAdminDatabase(config, io);
   const sql = connect(db.url, { max: 2 });
   try {
     await migrate(sql);
     const boot = await bootstrap(sql, config);
     const found = await sql<{ id: number }[]>`SELECT id FROM projects WHERE organization_id = ${boot.organizationId} AND id = ANY(${projects}::bigint[])`;
-    if (found.length !== projects.length) { process.stderr.write('unknown project id\n'); return 2; }
+    if (found.length !== projects.length) { io.err('unknown project id\n'); return 2; }
     const key = await createPersonalApiKey(sql, { userId: boot.userId, label: values.label ?? 'cli', scopes, scopedTeams: projects });
-    process.stdout.write(`${key.value}\n`);
+    io.out(`${key.value}\n`);
     return 0;
   } finally {
     await sql.end({ timeout: 5 });
@@ -62,24 +67,24 @@ export async function run(argv: string[]): Promise<number> {
 }
 
 /** `keys list` and `keys revoke`; exit 0 done, 1 no such key, 2 bad arguments. */
-async function manage(sub: 'list' | 'revoke', rest: string[]): Promise<number> {
-  if ((sub === 'list' && rest.length !== 0) || (sub === 'revoke' && rest.length !== 1)) { process.stderr.write(USAGE); return 2; }
-  const config = loadConfig();
-  const db = await openAdminDatabase(config);
+async function manage(sub: 'list' | 'revoke', rest: string[], io: CommandIo): Promise<number> {
+  if ((sub === 'list' && rest.length !== 0) || (sub === 'revoke' && rest.length !== 1)) { io.err(USAGE); return 2; }
+  const config = loadConfig(io.env);
+  const db = await openAdminDatabase(config, io);
   const sql = connect(db.url, { max: 2 });
   try {
     await migrate(sql);
     if (sub === 'list') {
       for (const k of await listPersonalApiKeys(sql, null)) {
-        process.stdout.write(`${k.id}\tuser ${k.user_id}\t${k.mask_value}\t${k.label}\t${k.scopes.join(',')}\tlast used ${k.last_used_at?.toISOString() ?? 'never'}\n`);
+        io.out(`${k.id}\tuser ${k.user_id}\t${k.mask_value}\t${k.label}\t${k.scopes.join(',')}\tlast used ${k.last_used_at?.toISOString() ?? 'never'}\n`);
       }
       return 0;
     }
     const id = await resolveKeyId(sql, rest[0]!);
-    if (typeof id !== 'string') { process.stderr.write(`${id.error}\n`); return 1; }
+    if (typeof id !== 'string') { io.err(`${id.error}\n`); return 1; }
     const revoked = await revokePersonalApiKey(sql, id, null);
-    if (!revoked) { process.stderr.write('no such key\n'); return 1; }
-    process.stdout.write(`revoked ${revoked.id} (${revoked.mask_value}, user ${revoked.user_id})\n`);
+    if (!revoked) { io.err('no such key\n'); return 1; }
+    io.out(`revoked ${revoked.id} (${revoked.mask_value}, user ${revoked.user_id})\n`);
     return 0;
   } finally {
     await sql.end({ timeout: 5 });

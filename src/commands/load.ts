@@ -11,24 +11,28 @@ import { parseLoadArgs, USAGE, type LoadOptions } from '../load/options.js';
 import { runLoad, type RunResult } from '../load/driver.js';
 import { ramp, type RampReport } from '../load/ramp.js';
 import { buildReport, formatRamp, formatRun } from '../load/report.js';
+import { PROCESS_IO, type CommandIo } from './command-io.js';
 
-/** Returns the exit code: 0 done, 2 bad arguments (printed with the reason). */
-export async function run(argv: string[]): Promise<number> {
+/**
+ * Runs the command, printing on `io` (default: the process's stdout and stderr); returns the exit
+ * code: 0 done, 2 bad arguments (printed with the reason).
+ */
+export async function run(argv: string[], io: CommandIo = PROCESS_IO): Promise<number> {
   let o: LoadOptions | null;
   try {
     o = parseLoadArgs(argv);
   } catch (e) {
     if (!(e instanceof CliError)) throw e;
-    process.stderr.write(`switchyard load: ${e.message}\n`);
+    io.err(`switchyard load: ${e.message}\n`);
     return 2;
   }
-  if (o === null) { process.stdout.write(USAGE); return 0; }
+  if (o === null) { io.out(USAGE); return 0; }
   const opts = o;
   if (opts.report) {
     try {
       fs.accessSync(path.dirname(path.resolve(opts.report)), fs.constants.W_OK);
     } catch {
-      process.stderr.write(`switchyard load: --report ${opts.report}: its folder does not exist or is not writable\n`);
+      io.err(`switchyard load: --report ${opts.report}: its folder does not exist or is not writable\n`);
       return 2;
     }
   }
@@ -38,23 +42,23 @@ export async function run(argv: string[]): Promise<number> {
     spec: { key: opts.key, mix: opts.mix, flagKeys: opts.flagKeys, users: opts.users, batchSize: opts.batchSize },
   });
   const mix = Object.entries(opts.mix).filter(([, p]) => p > 0).map(([k, p]) => `${k} ${p} %`).join(', ');
-  process.stdout.write(`load: ${opts.urls.join(', ')} — ${mix}, ${opts.durationS} s per run\n`);
+  io.out(`load: ${opts.urls.join(', ')} — ${mix}, ${opts.durationS} s per run\n`);
   let result: RunResult;
   let rampReport: RampReport | null = null;
   if (opts.ramp) {
     const r = opts.ramp;
     rampReport = await ramp({ start: opts.rate!, factor: r.factor, maxSteps: r.maxSteps, sloP99Ms: r.sloP99Ms },
       (rate) => runLoad(plan(rate)),
-      (s) => process.stdout.write(`step ${s.step} at ${s.result.target_rps} req/s: ${s.passed ? 'pass' : `fail (${s.failure})`}\n${formatRun(s.result)}\n`));
+      (s) => io.out(`step ${s.step} at ${s.result.target_rps} req/s: ${s.passed ? 'pass' : `fail (${s.failure})`}\n${formatRun(s.result)}\n`));
     result = rampReport.steps[rampReport.steps.length - 1]!.result;
-    process.stdout.write(`${formatRamp(rampReport)}\n`);
+    io.out(`${formatRamp(rampReport)}\n`);
   } else {
     result = await runLoad(plan(opts.rate));
-    process.stdout.write(`${formatRun(result)}\n`);
+    io.out(`${formatRun(result)}\n`);
   }
   if (opts.report) {
     fs.writeFileSync(opts.report, `${JSON.stringify(buildReport(opts, startedAt, result, rampReport), null, 2)}\n`);
-    process.stdout.write(`report: ${opts.report}\n`);
+    io.out(`report: ${opts.report}\n`);
   }
   return 0;
 }

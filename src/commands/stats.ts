@@ -9,6 +9,7 @@
  */
 import fs from 'node:fs';
 import { analyze, InputError } from '../stats/analyze.js';
+import { PROCESS_IO, type CommandIo } from './command-io.js';
 
 const USAGE = `usage: switchyard stats [<input.json> | -]
 
@@ -84,37 +85,37 @@ power: config metric_type (mean with mean, standard_deviation | binomial with co
   -> {power (probability), mde (relative fraction), mde_error} or {results: [{users, power, mde}]}
 `;
 
-/** Runs the command; returns the exit code. */
-export async function run(argv: string[]): Promise<number> {
+/** Runs the command with `io` (default: the process's stdin, stdout and stderr); returns the exit code. */
+export async function run(argv: string[], io: CommandIo = PROCESS_IO): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(USAGE);
+    io.out(USAGE);
     return 0;
   }
   if (argv.length > 1) {
-    process.stderr.write(`switchyard stats: one input at most\n${USAGE}`);
+    io.err(`switchyard stats: one input at most\n${USAGE}`);
     return 2;
   }
   const source = argv[0] ?? '-';
   let text: string;
   try {
-    text = fs.readFileSync(source === '-' ? 0 : source, 'utf8');
+    text = source === '-' ? io.readStdin() : fs.readFileSync(source, 'utf8');
   } catch (e) {
-    process.stderr.write(`switchyard stats: cannot read ${source}: ${(e as Error).message}\n`);
+    io.err(`switchyard stats: cannot read ${source}: ${(e as Error).message}\n`);
     return 2;
   }
   let input: unknown;
   try {
     input = JSON.parse(text);
   } catch (e) {
-    process.stderr.write(`switchyard stats: the input is not JSON: ${(e as Error).message}\n`);
+    io.err(`switchyard stats: the input is not JSON: ${(e as Error).message}\n`);
     return 2;
   }
   try {
-    process.stdout.write(`${JSON.stringify(analyze(input), (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v), 2)}\n`);
+    io.out(`${JSON.stringify(analyze(input), (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v), 2)}\n`);
     return 0;
   } catch (e) {
     if (e instanceof InputError) {
-      process.stderr.write(`switchyard stats: ${e.message}\n`);
+      io.err(`switchyard stats: ${e.message}\n`);
       return 2;
     }
     throw e;

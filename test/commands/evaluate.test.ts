@@ -1,16 +1,15 @@
 /**
- * `switchyard evaluate` end to end: spawns `node dist/src/cli.js evaluate` with files and stdin,
- * checks the printed /flags body and the exit codes (0, and 2 for bad input).
+ * `switchyard evaluate` with files and stdin: the printed /flags body and the exit codes (0, and 2
+ * for bad input), through the command's `run` in this process; two real `node dist/src/cli.js
+ * evaluate` processes check the request piped to stdin, the printed body and both exit codes.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { PACKAGE_ROOT } from '../../src/paths.js';
-
-const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
+import * as evaluateCommand from '../../src/commands/evaluate.js';
+import { runCli, runInProcess } from '../support/cli.js';
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-evaluate-'));
 const write = (name: string, content: unknown) => {
   const p = path.join(dir, name);
@@ -33,13 +32,11 @@ const DEFS = write('defs.json', {
 const REQ = write('req.json', { token: 'phc_x', distinct_id: 'user-61' });
 const PERSON = write('person.json', { plan: 'pro' });
 
-function run(args: string[], input?: string) {
-  const r = spawnSync(process.execPath, [CLI, 'evaluate', ...args], { input, encoding: 'utf8' });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-}
+/** Runs `switchyard evaluate ...args` with `input` on its stdin, in this process. */
+const run = (args: string[], input?: string) => runInProcess(evaluateCommand, args, { stdin: input });
 
-test('v2 from files, with stored person properties and a fixed clock', () => {
-  const r = run(['--definitions', DEFS, '--request', REQ, '--person-properties', PERSON, '--now', '2026-01-01T00:00:00Z']);
+test('v2 from files, with stored person properties and a fixed clock', async () => {
+  const r = await run(['--definitions', DEFS, '--request', REQ, '--person-properties', PERSON, '--now', '2026-01-01T00:00:00Z']);
   assert.equal(r.code, 0, r.stderr);
   const body = JSON.parse(r.stdout);
   assert.deepEqual(Object.keys(body.flags).sort(), ['checkout-layout', 'pro-only']);
@@ -54,27 +51,33 @@ test('v2 from files, with stored person properties and a fixed clock', () => {
   assert.match(body.requestId, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
 });
 
-test('v1 with the request on stdin; request person_properties override the stored ones', () => {
-  const r = run(['--definitions', DEFS, '--request', '-', '--person-properties', PERSON, '--format', 'v1'],
-    JSON.stringify({ distinct_id: 'user-61', person_properties: { plan: 'free' } }));
+test('node dist/src/cli.js evaluate: v1 with the request piped to stdin, request person_properties overriding the stored ones (exit 0); bad JSON on stdin exits 2', async () => {
+  const [r, bad] = await Promise.all([
+    runCli(['evaluate', '--definitions', DEFS, '--request', '-', '--person-properties', PERSON, '--format', 'v1'],
+      { input: JSON.stringify({ distinct_id: 'user-61', person_properties: { plan: 'free' } }) }),
+    runCli(['evaluate', '--definitions', DEFS, '--request', '-'], { input: '{not json' }),
+  ]);
   assert.equal(r.code, 0, r.stderr);
   const body = JSON.parse(r.stdout);
   assert.deepEqual(body.featureFlags, { 'checkout-layout': 'compact', 'pro-only': false });
   assert.deepEqual(body.featureFlagPayloads, { 'checkout-layout': '{"c":1}' });
+  assert.equal(bad.code, 2, bad.stdout + bad.stderr);
+  assert.equal(bad.stdout, '');
+  assert.match(bad.stderr, /^switchyard evaluate: request "stdin" is not valid JSON/);
 });
 
-test('definitions on stdin (--opt=value form)', () => {
-  const r = run([`--request=${REQ}`, '--definitions=-'], fs.readFileSync(DEFS, 'utf8'));
+test('definitions on stdin (--opt=value form)', async () => {
+  const r = await run([`--request=${REQ}`, '--definitions=-'], fs.readFileSync(DEFS, 'utf8'));
   assert.equal(r.code, 0, r.stderr);
   assert.equal(JSON.parse(r.stdout).flags['checkout-layout'].variant, 'compact');
 });
 
-test('--runtime selects runtime-bound flags (undetermined by default)', () => {
+test('--runtime selects runtime-bound flags (undetermined by default)', async () => {
   const defs = write('runtime.json', { flags: [{ id: 1, key: 'srv', active: true, evaluation_runtime: 'server', filters: { groups: [{}] } }], group_type_mapping: {}, cohorts: {} });
-  const without = run(['--definitions', defs, '--request', REQ]);
+  const without = await run(['--definitions', defs, '--request', REQ]);
   assert.equal(without.code, 0, without.stderr);
   assert.deepEqual(JSON.parse(without.stdout).flags, {});
-  const withServer = run(['--definitions', defs, '--request', REQ, '--runtime', 'server']);
+  const withServer = await run(['--definitions', defs, '--request', REQ, '--runtime', 'server']);
   assert.equal(JSON.parse(withServer.stdout).flags.srv.enabled, true);
 });
 
@@ -95,8 +98,8 @@ const failures: Array<{ name: string; args: () => string[]; input?: string; stde
   { name: 'two stdin inputs', args: () => ['--definitions', '-', '--request', '-'], stderr: /only one input/ },
 ];
 for (const f of failures) {
-  test(`exit 2: ${f.name}`, () => {
-    const r = run(f.args(), f.input);
+  test(`exit 2: ${f.name}`, async () => {
+    const r = await run(f.args(), f.input);
     assert.equal(r.code, 2, r.stdout + r.stderr);
     assert.equal(r.stdout, '');
     assert.match(r.stderr, f.stderr);

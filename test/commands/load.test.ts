@@ -1,41 +1,33 @@
 /**
  * `switchyard load`: the pure parts (argument checks, the connection/rate plan, the bodies, the
- * ramp's judgement) and the command end to end — `node dist/src/cli.js load` against three real
- * evaluation nodes on one control plane, checked against each node's /metrics counters and the
- * captured events in Postgres; a wrong key counted by status; a ramp stopped by its p99 objective
- * behind a TCP proxy that holds every answer back.
+ * ramp's judgement) and the command end to end against two real evaluation nodes on one control
+ * plane — a real `node dist/src/cli.js load` process spreading a mixed run over both, checked
+ * against each node's /metrics counters and the captured events in Postgres; and the command's
+ * `run` in this process (its generator processes forked as always) for a wrong key counted by
+ * status and a ramp stopped by its p99 objective behind a TCP proxy that holds every answer back.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { CliError } from '../../src/commands/cli-error.js';
+import * as loadCommand from '../../src/commands/load.js';
 import { OPTION_NAMES, parseLoadArgs, USAGE } from '../../src/load/options.js';
 import { planJobs, type RunResult } from '../../src/load/driver.js';
 import { buildRequests, distinctId } from '../../src/load/bodies.js';
 import { judge, ramp, stepRate } from '../../src/load/ramp.js';
 import type { LoadReport } from '../../src/load/report.js';
 import { waitFor } from '../support/wait.js';
+import { runCli, runInProcess } from '../support/cli.js';
 import { createFlag, get, startCluster, waitReady, type SystemCluster } from '../system/support.js';
 
-const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-load-'));
 
-/** Runs the CLI without blocking this process (the nodes under load live in it). */
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, 'load', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => { stdout += d; });
-    child.stderr.on('data', (d: Buffer) => { stderr += d; });
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+/** Runs `switchyard load ...args` in this process (its generators are processes of their own). */
+const load = (args: string[]) => runInProcess(loadCommand, args);
 
 const readReport = (file: string): LoadReport => JSON.parse(fs.readFileSync(file, 'utf8')) as LoadReport;
 
@@ -43,12 +35,12 @@ const readReport = (file: string): LoadReport => JSON.parse(fs.readFileSync(file
 
 test('bad arguments: one clear line naming the option, exit 2; --help lists every option', async () => {
   const bad = async (args: string[], pattern: RegExp) => {
-    const r = await cli(args);
+    const r = await load(args);
     assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
     assert.match(r.stderr, pattern);
     assert.equal(r.stdout, '');
   };
-  const help = cli(['--help']);
+  const help = load(['--help']);
   await Promise.all([
     bad(['--url', 'http://127.0.0.1:1', '--key', 'phc_a', '--bogus'], /Unknown option '--bogus'/),
     bad(['--url', 'http://127.0.0.1:1', '--key', 'phc_a', '--report', path.join(dir, 'missing', 'r.json')], /--report .*not writable/),
@@ -214,13 +206,13 @@ async function slowProxy(target: string, delayMs: number): Promise<{ url: string
   return { url, close: () => new Promise((resolve) => { for (const s of sockets) s.destroy(); server.close(() => resolve()); }) };
 }
 
-describe('against three real nodes on one control plane', () => {
+describe('against two real nodes on one control plane', () => {
   let c: SystemCluster;
   let nodes: string[] = [];
 
   before(async () => {
     c = await startCluster();
-    const services = await Promise.all([0, 1, 2].map(() => c.startNode(c.tempDir())));
+    const services = await Promise.all([0, 1].map(() => c.startNode(c.tempDir())));
     nodes = services.map((s) => s.http.url);
     await createFlag(c, { key: 'load-a', filters: { groups: [{ properties: [], rollout_percentage: 50 }] } });
     await createFlag(c, { key: 'load-b', filters: { groups: [{ properties: [{ key: 'plan', type: 'person', operator: 'exact', value: ['pro'] }], rollout_percentage: 100 }] } });
@@ -238,10 +230,10 @@ describe('against three real nodes on one control plane', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  test('three nodes, flags and capture mixed: every node is loaded; the node counts and stored events match the report', async () => {
+  test('node dist/src/cli.js load, two nodes, flags and capture mixed: every node is loaded; the node counts and stored events match the report', async () => {
     const file = path.join(dir, 'mix.json');
     const before = await Promise.all(nodes.map(requestCounts));
-    const r = await cli(['--url', nodes[0]!, '--url', nodes[1]!, '--url', nodes[2]!, '--key', c.t.projectKey, '--mix', 'flags=75,capture=25',
+    const r = await runCli(['load', '--url', nodes[0]!, '--url', nodes[1]!, '--key', c.t.projectKey, '--mix', 'flags=75,capture=25',
       '--flag-keys', 'load-a,load-b', '--batch-size', '4', '--connections', '6', '--workers', '2', '--duration', '0.5', '--report', file]);
     assert.equal(r.code, 0, r.stderr);
     const got = diff(before, await Promise.all(nodes.map(requestCounts)));
@@ -264,7 +256,8 @@ describe('against three real nodes on one control plane', () => {
     assert.match(r.stdout, new RegExp(`${res.requests} requests in 0.5 s`));
     assert.match(r.stdout, /p99 \d+ ms/);
 
-    // Round-robin: two connections per node, each node answered both kinds.
+    // Round-robin: connection j to node j mod 2 (the second generator starts at connection 3, on
+    // the second node), three connections per node; each node answered both kinds.
     for (const [i, m] of got.entries()) {
       assert.ok((m.get('flags 200') ?? 0) > 0, `node ${i} answered no /flags`);
       assert.ok((m.get('capture 200') ?? 0) > 0, `node ${i} answered no /batch/`);
@@ -288,7 +281,7 @@ describe('against three real nodes on one control plane', () => {
   test('a wrong key: every answer counted by its status (401), and the node saw them', async () => {
     const file = path.join(dir, 'wrong.json');
     const before = await requestCounts(nodes[0]!);
-    const r = await cli(['--url', nodes[0]!, '--key', 'phc_notAProjectKey', '--connections', '2', '--workers', '1', '--duration', '0.5', '--report', file]);
+    const r = await load(['--url', nodes[0]!, '--key', 'phc_notAProjectKey', '--connections', '2', '--workers', '1', '--duration', '0.5', '--report', file]);
     assert.equal(r.code, 0, r.stderr);
     const res = readReport(file).result;
     assert.ok(res.requests > 0);
@@ -304,7 +297,7 @@ describe('against three real nodes on one control plane', () => {
     try {
       const file = path.join(dir, 'ramp.json');
       const before = await requestCounts(nodes[1]!);
-      const r = await cli(['--url', proxy.url, '--key', c.t.projectKey, '--ramp', '--slo-p99', '50ms', '--rate', '8', '--ramp-factor', '2',
+      const r = await load(['--url', proxy.url, '--key', c.t.projectKey, '--ramp', '--slo-p99', '50ms', '--rate', '8', '--ramp-factor', '2',
         '--connections', '4', '--workers', '1', '--duration', '1', '--report', file]);
       assert.equal(r.code, 0, r.stderr);
       const report = readReport(file);
