@@ -218,13 +218,20 @@ test(`upstream test_cuped_respects_conversion_window_for_post_values (${cite(CUP
 });
 
 test(`upstream test_cuped_adjusts_statistical_result and test_cuped_adjusts_bayesian_statistical_result (${cite(CUPED)})`, async () => {
-  const plain = await cuped('plain-freq', { method: 'frequentist' }, (f) => correlated(f));
-  const adjusted = await cuped('adjusted-freq', LOOKBACK_7, (f) => correlated(f));
+  // One flag and one ingestion of the correlated users; an experiment of its own per stats_config on that flag.
+  const f = 'up-cuped-correlated';
+  const on = async (stats: Record<string, unknown>) => {
+    const x = await experiment(t, f, '2020-01-10T00:00:00Z', '2020-01-15T00:00:00Z', { stats_config: stats });
+    return query(t, { kind: 'ExperimentQuery', experiment_id: x.id, metric: sumMetric() });
+  };
+  await ingest(t, f, correlated(f));
+  const plain = await on({ method: 'frequentist' });
+  const adjusted = await on(LOOKBACK_7);
   const [p, a] = [plain.variant_results[0], adjusted.variant_results[0]];
   assert.ok(a.p_value < p.p_value, `p ${a.p_value} vs ${p.p_value}`);
   assert.ok(a.confidence_interval[1] - a.confidence_interval[0] < p.confidence_interval[1] - p.confidence_interval[0]);
-  const plainB = await cuped('plain-bayes', { method: 'bayesian' }, (f) => correlated(f));
-  const adjustedB = await cuped('adjusted-bayes', { method: 'bayesian', cuped: { enabled: true, lookback_days: 7 } }, (f) => correlated(f));
+  const plainB = await on({ method: 'bayesian' });
+  const adjustedB = await on({ method: 'bayesian', cuped: { enabled: true, lookback_days: 7 } });
   expectArms(adjustedB, { control: { covariate_sum: 1830 }, test: { covariate_sum: 1830 } });
   const [pb, ab] = [plainB.variant_results[0], adjustedB.variant_results[0]];
   assert.ok(ab.credible_interval[1] - ab.credible_interval[0] < pb.credible_interval[1] - pb.credible_interval[0]);

@@ -2,11 +2,14 @@
  * The shared statistics vectors through the query endpoint: for each
  * PostHog vector the endpoint can express (mean, proportion, ratio; Welch, Bayesian, sequential),
  * events are generated whose per-user values have exactly the vector's sufficient statistics —
- * n users per arm, Σx and Σx² (two users carry the remainder of the variance) — captured through
- * the real ingestion; the experiment's stats_config is the vector's; the endpoint's interval,
- * p-value or chance to win must match the vector within its tolerance; the CUPED vector gets exact
- * (pre, post) pairs per user. (GrowthBook's conventions, SRM and multiple comparisons are not
- * query outputs; they are checked through `switchyard stats`.)
+ * n users per arm, Σx and Σx² (most users at 0, which takes only their exposure; a few share the
+ * sum and two of them carry the remainder of the variance) — captured through the real
+ * ingestion; the experiment's stats_config is the vector's; the endpoint's interval, p-value or
+ * chance to win must match the vector within its tolerance; the CUPED vector gets exact
+ * (pre, post) pairs per user. Vectors with the same inputs (ph-freq-mean-rel, ph-bayes-mean-rel)
+ * share one flag and one ingestion, each with an experiment of its own on that flag. (GrowthBook's
+ * conventions, SRM and multiple comparisons are not query outputs; they are checked through
+ * `switchyard stats`.)
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -24,11 +27,20 @@ let t: TestControlPlane;
 before(async () => { t = await startTestControlPlane(); });
 after(async () => { await t?.close(); });
 
-/** n values with exactly Σ = sum and Σ² = sumSquares: n − 2 at the mean, two at mean ± spread. */
+/** Every experiment starts 5 hours ago; exposures come an hour later (shared so that vectors may share events). */
+const START = Date.now() - 5 * 3600_000;
+const AT = START + 3600_000;
+
+/**
+ * n values with exactly Σ = sum and Σ² = sumSquares, as few of them non-zero as the moments allow
+ * (a user whose value is 0 needs no metric event): the first k at sum / k but two at that ± a
+ * spread carrying the rest of Σ², the others 0, k being the fewest with k · (sum / k)² ≤ sumSquares.
+ */
 function valuesFor(n: number, sum: number, sumSquares: number): number[] {
-  const mean = sum / n;
-  const spread = Math.sqrt(Math.max(0, (sumSquares - n * mean * mean) / 2));
-  return [...Array.from({ length: n - 2 }, () => mean), mean + spread, mean - spread];
+  const k = Math.min(n, Math.max(3, Math.ceil((sum * sum) / sumSquares)));
+  const mean = sum / k;
+  const spread = Math.sqrt(Math.max(0, (sumSquares - k * mean * mean) / 2));
+  return Array.from({ length: n }, (_, i) => (i >= k ? 0 : i === k - 2 ? mean + spread : i === k - 1 ? mean - spread : mean));
 }
 
 type Arm = 'control' | 'test';
@@ -50,6 +62,13 @@ async function ingest(events: Ev[]): Promise<void> {
   for (let i = 0; i < events.length; i += 2000) await ingestEvents(t.db.sql, events.slice(i, i + 2000));
 }
 
+/** Ingestions by flag key: the events of a flag are generated and ingested once, whichever vector's test asks first. */
+const ingested = new Map<string, Promise<void>>();
+function ingestOnce(key: string, events: () => Ev[]): Promise<void> {
+  if (!ingested.has(key)) ingested.set(key, ingest(events()));
+  return ingested.get(key)!;
+}
+
 /** The experiment's stats_config for a vector (PostHog reads difference_type by enum name). */
 function statsConfig(v: Vector): Record<string, unknown> {
   const method = v.category === 'bayesian' ? 'bayesian' : 'frequentist';
@@ -67,10 +86,10 @@ const supported = vectors.filter((v) => v.engine === 'posthog' && ['frequentist'
 
 for (const v of supported) {
   test(`vector ${v.id} through POST /query/ from generated events`, async () => {
-    const key = `vec-${v.id}`;
-    const start = Date.now() - 5 * 3600_000;
-    const at = start + 3600_000;
-    const x = await t.request('POST', `/api/projects/${t.projectId}/experiments/`, { body: { name: v.id, feature_flag_key: key, start_date: new Date(start).toISOString(), stats_config: statsConfig(v) } });
+    // The flag (and its events) of the first vector with the same inputs.
+    const key = `vec-${supported.find((o) => JSON.stringify(o.inputs) === JSON.stringify(v.inputs))!.id}`;
+    const at = AT;
+    const x = await t.request('POST', `/api/projects/${t.projectId}/experiments/`, { body: { name: v.id, feature_flag_key: key, start_date: new Date(START).toISOString(), stats_config: statsConfig(v) } });
     assert.equal(x.status, 201, x.text);
     const events: Ev[] = [];
     const arms: [Arm, any][] = [['control', v.inputs.control], ['test', v.inputs.treatment]];
@@ -80,7 +99,7 @@ for (const v of supported) {
       metric = { kind: 'ExperimentMetric', metric_type: 'mean', source: { kind: 'EventsNode', event: 'purchase', math: 'sum', math_property: 'amount' } };
       for (const [arm, s] of arms) {
         const values = valuesFor(s.n, s.sum, s.sum_squares);
-        events.push(...armEvents(key, arm, s.n, at, (i, d) => [purchase(d, { amount: values[i] })]));
+        events.push(...armEvents(key, arm, s.n, at, (i, d) => (values[i] === 0 ? [] : [purchase(d, { amount: values[i] })])));
       }
     } else if (v.inputs.control.type === 'proportion') {
       metric = { kind: 'ExperimentMetric', metric_type: 'funnel', series: [{ kind: 'EventsNode', event: 'purchase' }] };
@@ -97,7 +116,7 @@ for (const v of supported) {
         events.push(...armEvents(key, arm, s.n, at, (i, d) => (i < buyers ? [purchase(d, { amount: values[i] })] : [])));
       }
     }
-    await ingest(events);
+    await ingestOnce(key, () => events);
     const r = await t.request('POST', `/api/projects/${t.projectId}/query/`, { body: { query: { kind: 'ExperimentQuery', experiment_id: x.body.id, metric } } });
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body.baseline.number_of_samples, v.inputs.control.n);
@@ -122,40 +141,46 @@ for (const v of supported) {
 }
 
 /**
- * n pairs (x, y) with exactly Σx, Σx², Σy, Σy² and Σxy: everyone at the means but three users, whose
- * deviations lie in the plane orthogonal to (1, 1, 1): x along u, y along u and v (u ⟂ v, unit).
+ * n pairs (x, y) with exactly Σx, Σx², Σy, Σy² and Σxy, as few of them non-zero as the moments
+ * allow (a user at (0, 0) needs no purchase event): the first k at the means over k but three,
+ * whose deviations lie in the plane orthogonal to (1, 1, 1): x along u, y along u and v (u ⟂ v,
+ * unit); the others (0, 0). k is the fewest whose scatter about those means is a covariance
+ * (cxx ≥ 0, cxx · cyy ≥ cxy²).
  */
 function pairsFor(n: number, sx: number, qx: number, sy: number, qy: number, sxy: number): [number, number][] {
-  const mx = sx / n;
-  const my = sy / n;
-  const cxx = qx - n * mx * mx;
-  const cyy = qy - n * my * my;
-  const cxy = sxy - n * mx * my;
+  const scatter = (k: number) => ({ cxx: qx - (sx * sx) / k, cyy: qy - (sy * sy) / k, cxy: sxy - (sx * sy) / k });
+  let k = 3;
+  for (; k < n; k++) {
+    const c = scatter(k);
+    if (c.cxx > 0 && c.cxx * c.cyy >= c.cxy * c.cxy) break;
+  }
+  const { cxx, cyy, cxy } = scatter(k);
+  const mx = sx / k;
+  const my = sy / k;
   const alpha = Math.sqrt(cxx);
   const beta = cxy / alpha;
-  const gamma = Math.sqrt(cyy - beta * beta);
+  const gamma = Math.sqrt(Math.max(0, cyy - beta * beta));
   const u = [1 / Math.SQRT2, -1 / Math.SQRT2, 0];
   const v = [1 / Math.sqrt(6), 1 / Math.sqrt(6), -2 / Math.sqrt(6)];
   return Array.from({ length: n }, (_, i) => (i < 3
     ? [mx + alpha * u[i]!, my + beta * u[i]! + gamma * v[i]!] as [number, number]
-    : [mx, my] as [number, number]));
+    : i < k ? [mx, my] as [number, number] : [0, 0] as [number, number]));
 }
 
 test('vector ph-cuped-freq-rel through POST /query/: the covariate is the same metric in the 14 days before exposure', async () => {
   const v = vectors.find((x) => x.id === 'ph-cuped-freq-rel')!;
   const key = 'vec-cuped';
-  const start = Date.now() - 5 * 3600_000;
-  const at = start + 3600_000;
-  const x = await t.request('POST', `/api/projects/${t.projectId}/experiments/`, { body: { name: v.id, feature_flag_key: key, start_date: new Date(start).toISOString(),
+  const at = AT;
+  const x = await t.request('POST', `/api/projects/${t.projectId}/experiments/`, { body: { name: v.id, feature_flag_key: key, start_date: new Date(START).toISOString(),
     stats_config: { method: 'frequentist', frequentist: { alpha: v.config.alpha, difference_type: 'RELATIVE' }, cuped: { enabled: true } } } });
   assert.equal(x.status, 201, x.text);
   const events: Ev[] = [];
   for (const [arm, s] of [['control', v.inputs.control], ['test', v.inputs.treatment]] as [Arm, any][]) {
     const pairs = pairsFor(s.n, s.pre.sum, s.pre.sum_squares, s.post.sum, s.post.sum_squares, s.post_pre_sum_of_products);
-    events.push(...armEvents(key, arm, s.n, at, (i, d) => [
+    events.push(...armEvents(key, arm, s.n, at, (i, d) => (pairs[i]![0] === 0 && pairs[i]![1] === 0 ? [] : [
       { uuid: crypto.randomUUID(), project_id: t.projectId, event: 'purchase', distinct_id: d, properties: { amount: pairs[i]![0] }, timestamp: new Date(at - 86_400_000).toISOString() },
       { uuid: crypto.randomUUID(), project_id: t.projectId, event: 'purchase', distinct_id: d, properties: { amount: pairs[i]![1] }, timestamp: new Date(at + 60_000).toISOString() },
-    ]));
+    ])));
   }
   await ingest(events);
   const metric = { kind: 'ExperimentMetric', metric_type: 'mean', source: { kind: 'EventsNode', event: 'purchase', math: 'sum', math_property: 'amount' } };

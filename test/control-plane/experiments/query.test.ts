@@ -23,8 +23,8 @@ const HOUR = 3600_000;
 interface Ev { distinct_id: string; event: string; timestamp: string; properties: Record<string, unknown> }
 
 async function ingest(events: Ev[]): Promise<void> {
-  for (let i = 0; i < events.length; i += 500) {
-    await ingestEvents(t.db.sql, events.slice(i, i + 500).map((e) => ({ uuid: crypto.randomUUID(), project_id: t.projectId, ...e })));
+  for (let i = 0; i < events.length; i += 2000) {
+    await ingestEvents(t.db.sql, events.slice(i, i + 2000).map((e) => ({ uuid: crypto.randomUUID(), project_id: t.projectId, ...e })));
   }
 }
 

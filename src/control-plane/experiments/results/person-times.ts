@@ -79,11 +79,16 @@ export function timesUpTo(tx: Tx, at: Fragment, times: Fragment): Fragment {
 /**
  * Sets, for the rest of the analysis transaction, what keeps the joins merge joins in person
  * order: no hash joins (the planner's estimates favour them, and 500,000-row hash tables with the
- * times in them were minutes where the merge joins are a second) and 64 MB of work memory (the
- * sort of the exposed persons in memory, not on disk). The transaction's remaining statement is
- * the aggregate over the values.
+ * times in them were minutes where the merge joins are a second), no materialised inner sides (a
+ * month's partition filled since its last ANALYZE is estimated at a row or so for the (project,
+ * event, month) range, and the planner then materialised that whole range and looped over the
+ * exposed persons comparing each with all of it: 29 million comparisons for 1,500 persons and
+ * 20,000 rows; nested loops that probe the index per person stay allowed, and are what a small
+ * experiment in a large project gets) and 64 MB of work memory (the sort of the exposed persons in
+ * memory, not on disk). The transaction's remaining statement is the aggregate over the values.
  */
 export async function planMergeJoins(tx: Tx): Promise<void> {
   await tx`SET LOCAL enable_hashjoin = off`;
+  await tx`SET LOCAL enable_material = off`;
   await tx`SET LOCAL work_mem = '64MB'`;
 }
