@@ -4,11 +4,11 @@
  * nodes with LMDB stores. A node with no store installs a copy of the image and watches from its
  * revision; without an image it takes the Watch snapshot; a node with a store never asks.
  *
- * One database and world for the file (1,500 persons ingested as capture would), and one gRPC
- * server at a time: the tests that need an image run first on one server that keeps it (its
- * image is a node of its own, in a thread that loads the node's modules), then the refusals test
- * switches to a server without one, which the Watch-snapshot test uses. Each test's nodes have
- * their own data directories.
+ * One database and world for the file (3,000 persons ingested as capture would: an image of more
+ * than one {@link IMAGE_CHUNK_BYTES} message), and one gRPC server at a time: the tests that need
+ * an image run first on one server that keeps it (its image is a node of its own, in a thread
+ * that loads the node's modules), then the refusals test switches to a server without one, which
+ * the Watch-snapshot test uses. Each test's nodes have their own data directories.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -20,6 +20,7 @@ import { switchyardService } from '../../../src/contract/loader.js';
 import { clusterTokenMetadata } from '../../../src/contract/metadata.js';
 import { STORE_FORMAT } from '../../../src/contract/store-format.js';
 import { imageConfig } from '../../../src/control-plane/snapshot-image/replica.js';
+import { IMAGE_CHUNK_BYTES } from '../../../src/control-plane/snapshot-image/serve.js';
 import { ingestEvents } from '../../../src/control-plane/ingestion/service.js';
 import { currentRevision } from '../../../src/control-plane/change-log/store.js';
 import { nodeStorePath } from '../../../src/eval-node/node.js';
@@ -74,7 +75,7 @@ async function server(image: boolean): Promise<GrpcServer> {
 
 before(async () => {
   fx = await syncFixture();
-  w = await seedWorld(fx, 1_500);
+  w = await seedWorld(fx, 3_000);
 });
 after(async () => { await fx?.close(); });
 
@@ -134,6 +135,7 @@ test('an image transfer that fails leaves nothing behind; the next try installs 
   assert.deepEqual(fs.readdirSync(path.join(fx.dataDir, 'node-c')).filter((f) => f.includes('.image-')), [], 'no temporary directory');
   const r = await installSnapshotImage(opts);
   assert.ok(r !== null && r.bytes === fs.statSync(path.join(dir, 'data.mdb')).size);
+  assert.ok(r.bytes > IMAGE_CHUNK_BYTES, `the image (${r.bytes} bytes) came in more than one message`);
   // A store already there is never overwritten.
   assert.equal(await installSnapshotImage(opts), null);
 });
