@@ -84,38 +84,47 @@ test('on a node, a project running every request to the budget is throttled whil
   const node = await startTestNode({ changes: worldChanges([heavy]) });
   try {
     // The heavy project sends from another thread (the node runs on this one): 8 connections, each
-    // request as soon as the previous answer, for 2 s.
+    // request as soon as the previous answer, until the other project has had STOP_AFTER answers
+    // since the heavy one was first refused (`shared`: [refusals, stop]), or for 2 s at most.
+    const STOP_AFTER = 20;
+    const shared = new Int32Array(new SharedArrayBuffer(8));
     const attacker = new Worker(`
       const http = require('node:http');
       const { workerData, parentPort } = require('node:worker_threads');
       const body = JSON.stringify(workerData.body);
+      const shared = workerData.shared;
       const statuses = []; const retryAfter = []; const types = [];
       const end = Date.now() + 2000;
       const one = () => new Promise((resolve) => {
         const req = http.request(workerData.url, { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
           let text = ''; res.on('data', (c) => { text += c; });
-          res.on('end', () => { statuses.push(res.statusCode); if (res.statusCode === 429) { retryAfter.push(res.headers['retry-after']); try { types.push(JSON.parse(text).type); } catch { types.push(text); } } resolve(); });
+          res.on('end', () => { statuses.push(res.statusCode); if (res.statusCode === 429) { Atomics.add(shared, 0, 1); retryAfter.push(res.headers['retry-after']); try { types.push(JSON.parse(text).type); } catch { types.push(text); } } resolve(); });
         });
         req.on('error', () => { statuses.push(0); resolve(); });
         req.end(body);
       });
-      const lane = async () => { while (Date.now() < end) await one(); };
+      const lane = async () => { while (Date.now() < end && Atomics.load(shared, 1) === 0) await one(); };
       Promise.all(Array.from({ length: 8 }, lane)).then(() => parentPort.postMessage({ statuses, retryAfter, types }));
-    `, { eval: true, workerData: { url: `${node.url}/flags?v=2`, body: { token: PROJECT_TOKEN, distinct_id: 'a', person_properties: { email: `${'a'.repeat(32)}!` } } } });
+    `, { eval: true, workerData: { shared, url: `${node.url}/flags?v=2`, body: { token: PROJECT_TOKEN, distinct_id: 'a', person_properties: { email: `${'a'.repeat(32)}!` } } } });
     let attacking = true;
     const report = new Promise<{ statuses: number[]; retryAfter: string[]; types: string[] }>((resolve, reject) => {
       attacker.once('message', (m) => { attacking = false; resolve(m as never); });
       attacker.once('error', reject);
     });
     const b: Answer[] = [];
-    while (attacking) b.push(await postFlags(node, { token: OTHER_ORG_TOKEN, distinct_id: `b-${b.length}` }));
+    let whileRefused = 0; // the other project's answers since the heavy one was first refused
+    while (attacking) {
+      const refused = Atomics.load(shared, 0) > 0;
+      b.push(await postFlags(node, { token: OTHER_ORG_TOKEN, distinct_id: `b-${b.length}` }));
+      if (refused && ++whileRefused >= STOP_AFTER) Atomics.store(shared, 1, 1);
+    }
     const a = await report;
     await attacker.terminate();
     assert.ok(a.statuses.includes(429), `statuses of the heavy project: ${a.statuses.join(',')}`);
     assert.ok(a.statuses.every((s) => s === 200 || s === 429), a.statuses.join(','));
     assert.ok(a.types.every((t) => t === 'throttled_error'), a.types.join(','));
     assert.ok(a.retryAfter.every((r) => Number(r) >= 1), a.retryAfter.join(','));
-    assert.ok(b.length > 0);
+    assert.ok(whileRefused > 0, 'the other project asked while the heavy one was refused');
     assert.deepEqual(b.filter((r) => r.status !== 200).map((r) => r.status), [], 'the other project is never refused');
   } finally {
     await node.close();

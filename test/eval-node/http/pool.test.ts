@@ -1,6 +1,7 @@
 /**
  * Pool mode (Piscina workers reading the LMDB store read-only) answers exactly as inline mode,
- * for 1,000 users, across response shapes, groups and GeoIP.
+ * for {@link USERS} users, across response shapes, groups and GeoIP, with every outcome of the
+ * flags that depend on the user among them.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -23,17 +24,25 @@ function strip(text: string): unknown {
  */
 let inline: TestNode;
 let pool: TestNode;
+
+/**
+ * Users asked of both nodes, in batches of 50: each shape, email, groups, plan and GeoIP case
+ * comes up dozens of times, and every outcome of each user-dependent flag (asserted).
+ */
+const USERS = 400;
 before(async () => { [inline, pool] = await Promise.all([startTestNode({ evalThreads: 0 }), startTestNode({ evalThreads: 2 })]); });
 after(async () => { await Promise.all([pool?.close(), inline?.close()]); });
 
-test('pool and inline give identical answers for 1,000 users', async () => {
+test(`pool and inline give identical answers for ${USERS} users`, async () => {
   assert.equal(pool.http.mode, 'pool');
   assert.equal(inline.http.mode, 'inline');
   const paths = ['/flags?v=2', '/flags', '/decide/?v=2'];
-  // 2,000 requests over reused connections (a new one per request cost twice the CPU).
+  // Requests over reused connections (a new one per request cost twice the CPU).
   const http = keepAliveClient(50);
+  /** `key=variant-or-enabled` of every /flags?v=2 answer compared. */
+  const outcomes = new Set<string>();
   try {
-    for (let batch = 0; batch < 1000; batch += 50) {
+    for (let batch = 0; batch < USERS; batch += 50) {
       const ids = Array.from({ length: 50 }, (_, i) => batch + i);
       const bodies = ids.map((n) => ({
         api_key: PROJECT_TOKEN, distinct_id: `user-${n}`,
@@ -50,10 +59,17 @@ test('pool and inline give identical answers for 1,000 users', async () => {
         assert.equal(a[i]!.status, 200);
         assert.equal(b[i]!.status, 200);
         assert.deepEqual(normalizeIds(strip(b[i]!.text)), normalizeIds(strip(a[i]!.text)), `user-${ids[i]}`);
+        if (i % 3 === 0) {
+          for (const [k, f] of Object.entries(a[i]!.body.flags as Record<string, { enabled: boolean; variant: string | null }>)) outcomes.add(`${k}=${f.variant ?? f.enabled}`);
+        }
       }
     }
   } finally {
     http.close();
+  }
+  for (const o of ['email-flag=true', 'email-flag=false', 'mv=control', 'mv=test', 'rollout-50=true', 'rollout-50=false',
+    'group-flag=true', 'group-flag=false', 'geo-flag=true', 'geo-flag=false']) {
+    assert.ok(outcomes.has(o), `${o} among the answers compared: ${[...outcomes].join(', ')}`);
   }
 });
 

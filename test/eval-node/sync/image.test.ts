@@ -3,8 +3,14 @@
  * to end: real Postgres, the real gRPC server keeping its image through a real Watch stream, real
  * nodes with LMDB stores. A node with no store installs a copy of the image and watches from its
  * revision; without an image it takes the Watch snapshot; a node with a store never asks.
+ *
+ * One database and world for the file (3,000 persons ingested as capture would: an image of more
+ * than one {@link IMAGE_CHUNK_BYTES} message), and one gRPC server at a time: the tests that need
+ * an image run first on one server that keeps it (its image is a node of its own, in a thread
+ * that loads the node's modules), then the refusals test switches to a server without one, which
+ * the Watch-snapshot test uses. Each test's nodes have their own data directories.
  */
-import { test } from 'node:test';
+import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -14,6 +20,7 @@ import { switchyardService } from '../../../src/contract/loader.js';
 import { clusterTokenMetadata } from '../../../src/contract/metadata.js';
 import { STORE_FORMAT } from '../../../src/contract/store-format.js';
 import { imageConfig } from '../../../src/control-plane/snapshot-image/replica.js';
+import { IMAGE_CHUNK_BYTES } from '../../../src/control-plane/snapshot-image/serve.js';
 import { ingestEvents } from '../../../src/control-plane/ingestion/service.js';
 import { currentRevision } from '../../../src/control-plane/change-log/store.js';
 import { nodeStorePath } from '../../../src/eval-node/node.js';
@@ -21,6 +28,7 @@ import { installSnapshotImage } from '../../../src/eval-node/sync/image.js';
 import { createLogger } from '../../../src/log.js';
 import { seedFlag, seedOrganization, seedProject, updateFlag } from '../../support/seed.js';
 import { assertStoreMatchesTables, syncFixture, waitForHead, type SyncFixture } from '../../support/sync.js';
+import type { GrpcServer } from '../../../src/control-plane/grpc/server.js';
 import { waitFor } from '../../support/wait.js';
 
 /** The image's LMDB data file on the fixture's control plane. */
@@ -52,22 +60,39 @@ async function seedWorld(fx: SyncFixture, persons: number): Promise<{ projectId:
   return { projectId: project.id, flagId };
 }
 
+let fx: SyncFixture;
+let w: { projectId: number; flagId: number };
+/** Whether the running server keeps an image. */
+let serverKeepsImage = false;
+
+/** The running gRPC server, started again when it does not keep an image as `image` says. */
+async function server(image: boolean): Promise<GrpcServer> {
+  if (fx.server !== null && serverKeepsImage === image) return fx.server;
+  await fx.stopServer();
+  serverKeepsImage = image;
+  return fx.startServer(undefined, image ? { snapshotImage: true } : {});
+}
+
+before(async () => {
+  fx = await syncFixture();
+  w = await seedWorld(fx, 3_000);
+});
+after(async () => { await fx?.close(); });
+
 test('a node with no store installs the control plane\'s image, then follows the log from its revision', async () => {
-  const fx = await syncFixture();
+  await server(true);
+  // The image is a watching node of its own: it completes its snapshot in the background.
+  await waitFor('the image store', () => fs.existsSync(imageFile(fx)) || null);
+  const head = await currentRevision(fx.db.sql);
+  let node = await waitFor('a node started from the image', async () => {
+    const n = await fx.startNode({ dataDir: path.join(fx.dataDir, 'node-a'), snapshotImage: true });
+    if (n.image !== null) return n;
+    // The image was not complete yet: this node took the Watch snapshot; try a fresh one.
+    await n.close();
+    fs.rmSync(path.join(fx.dataDir, 'node-a'), { recursive: true, force: true });
+    return null;
+  }, { timeoutMs: 20_000, intervalMs: 100 });
   try {
-    const w = await seedWorld(fx, 1_500);
-    await fx.startServer(undefined, { snapshotImage: true });
-    // The image is a watching node of its own: it completes its snapshot in the background.
-    await waitFor('the image store', () => fs.existsSync(imageFile(fx)) || null);
-    const head = await currentRevision(fx.db.sql);
-    let node = await waitFor('a node started from the image', async () => {
-      const n = await fx.startNode({ dataDir: path.join(fx.dataDir, 'node-a'), snapshotImage: true });
-      if (n.image !== null) return n;
-      // The image was not complete yet: this node took the Watch snapshot; try a fresh one.
-      await n.close();
-      fs.rmSync(path.join(fx.dataDir, 'node-a'), { recursive: true, force: true });
-      return null;
-    }, { timeoutMs: 20_000, intervalMs: 100 });
     assert.ok(node.image!.revision >= 1 && node.image!.revision <= head, `image revision ${node.image!.revision}, head ${head}`);
     assert.ok(node.image!.bytes > 0);
     // Ready from the copy at once: no snapshot streamed to this node.
@@ -95,71 +120,57 @@ test('a node with no store installs the control plane\'s image, then follows the
     assert.deepEqual(fs.readdirSync(fx.dataDir).filter((f) => f.includes('.image-')), []);
     assert.deepEqual(fs.readdirSync(fx.config.dataDir).filter((f) => f.startsWith('switchyard-image-')), []);
   } finally {
-    await fx.close();
+    await node.close();
+  }
+});
+
+test('an image transfer that fails leaves nothing behind; the next try installs it', async () => {
+  const grpcServer = await server(true);
+  const dir = path.join(fx.dataDir, 'node-c', 'lmdb');
+  const opts = { controlPlane: `127.0.0.1:${grpcServer.port}`, clusterToken: fx.config.clusterToken!, nodeId: 'probe', dir, log: createLogger('silent') };
+  await waitFor('a complete image', async () => (await installSnapshotImage({ ...opts, dir: path.join(fx.dataDir, 'warm', 'lmdb') })) ?? null, { timeoutMs: 20_000, intervalMs: 100 });
+  // A deadline that ends the call before the file is complete.
+  assert.equal(await installSnapshotImage({ ...opts, timeoutMs: 1 }), null);
+  assert.equal(fs.existsSync(path.join(dir, 'data.mdb')), false, 'no store file');
+  assert.deepEqual(fs.readdirSync(path.join(fx.dataDir, 'node-c')).filter((f) => f.includes('.image-')), [], 'no temporary directory');
+  const r = await installSnapshotImage(opts);
+  assert.ok(r !== null && r.bytes === fs.statSync(path.join(dir, 'data.mdb')).size);
+  assert.ok(r.bytes > IMAGE_CHUNK_BYTES, `the image (${r.bytes} bytes) came in more than one message`);
+  // A store already there is never overwritten.
+  assert.equal(await installSnapshotImage(opts), null);
+});
+
+test('SnapshotImage refuses a wrong cluster token, another store format, and a control plane without an image', async () => {
+  const grpcServer = await server(true);
+  await waitFor('the image store', () => fs.existsSync(imageFile(fx)) || null);
+  const Service = switchyardService();
+  const client = new Service(`127.0.0.1:${grpcServer.port}`, grpc.credentials.createInsecure());
+  const call = (format: number, token: string) => imageCall(client, format, token);
+  try {
+    assert.equal((await call(STORE_FORMAT, 'wrong-token')).code, grpc.status.UNAUTHENTICATED);
+    assert.equal((await call(STORE_FORMAT + 1, fx.config.clusterToken!)).code, grpc.status.FAILED_PRECONDITION);
+    const ok = await waitFor('a complete image', async () => { const r = await call(STORE_FORMAT, fx.config.clusterToken!); return r.code === grpc.status.OK ? r : null; });
+    assert.ok(ok.bytes > 0);
+    const plain = await server(false);
+    const none = new Service(`127.0.0.1:${plain.port}`, grpc.credentials.createInsecure());
+    const status = (await imageCall(none, STORE_FORMAT, fx.config.clusterToken!)).code;
+    none.close();
+    assert.equal(status, grpc.status.FAILED_PRECONDITION);
+  } finally {
+    client.close();
   }
 });
 
 test('without an image (the control plane keeps none) a fresh node takes the Watch snapshot', async () => {
-  const fx = await syncFixture();
+  await server(false);
+  const node = await fx.startNode({ dataDir: path.join(fx.dataDir, 'node-b'), snapshotImage: true });
   try {
-    await seedWorld(fx, 200);
-    await fx.startServer();
-    const node = await fx.startNode({ dataDir: path.join(fx.dataDir, 'node-b'), snapshotImage: true });
     assert.equal(node.image, null);
     await waitForHead(fx.db, node.store);
     await assertStoreMatchesTables(fx.db, node.store);
     assert.equal(node.sync.state().snapshotsApplied, 1);
     assert.equal(fs.existsSync(nodeStorePath({ ...fx.config, dataDir: path.join(fx.dataDir, 'node-b') })), true);
   } finally {
-    await fx.close();
-  }
-});
-
-test('SnapshotImage refuses a wrong cluster token, another store format, and a control plane without an image', async () => {
-  const fx = await syncFixture();
-  try {
-    await seedWorld(fx, 10);
-    const server = await fx.startServer(undefined, { snapshotImage: true });
-    await waitFor('the image store', () => fs.existsSync(imageFile(fx)) || null);
-    const Service = switchyardService();
-    const client = new Service(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
-    const call = (format: number, token: string) => imageCall(client, format, token);
-    try {
-      assert.equal((await call(STORE_FORMAT, 'wrong-token')).code, grpc.status.UNAUTHENTICATED);
-      assert.equal((await call(STORE_FORMAT + 1, fx.config.clusterToken!)).code, grpc.status.FAILED_PRECONDITION);
-      const ok = await waitFor('a complete image', async () => { const r = await call(STORE_FORMAT, fx.config.clusterToken!); return r.code === grpc.status.OK ? r : null; });
-      assert.ok(ok.bytes > 0);
-      await fx.stopServer();
-      const plain = await fx.startServer();
-      const none = new Service(`127.0.0.1:${plain.port}`, grpc.credentials.createInsecure());
-      const status = (await imageCall(none, STORE_FORMAT, fx.config.clusterToken!)).code;
-      none.close();
-      assert.equal(status, grpc.status.FAILED_PRECONDITION);
-    } finally {
-      client.close();
-    }
-  } finally {
-    await fx.close();
-  }
-});
-
-test('an image transfer that fails leaves nothing behind; the next try installs it', async () => {
-  const fx = await syncFixture();
-  try {
-    await seedWorld(fx, 3_000);
-    const server = await fx.startServer(undefined, { snapshotImage: true });
-    const dir = path.join(fx.dataDir, 'node-c', 'lmdb');
-    const opts = { controlPlane: `127.0.0.1:${server.port}`, clusterToken: fx.config.clusterToken!, nodeId: 'probe', dir, log: createLogger('silent') };
-    await waitFor('a complete image', async () => (await installSnapshotImage({ ...opts, dir: path.join(fx.dataDir, 'warm', 'lmdb') })) ?? null, { timeoutMs: 20_000, intervalMs: 100 });
-    // A deadline that ends the call before the file is complete.
-    assert.equal(await installSnapshotImage({ ...opts, timeoutMs: 1 }), null);
-    assert.equal(fs.existsSync(path.join(dir, 'data.mdb')), false, 'no store file');
-    assert.deepEqual(fs.readdirSync(path.join(fx.dataDir, 'node-c')).filter((f) => f.includes('.image-')), [], 'no temporary directory');
-    const r = await installSnapshotImage(opts);
-    assert.ok(r !== null && r.bytes === fs.statSync(path.join(dir, 'data.mdb')).size);
-    // A store already there is never overwritten.
-    assert.equal(await installSnapshotImage(opts), null);
-  } finally {
-    await fx.close();
+    await node.close();
   }
 });
