@@ -107,3 +107,28 @@ test('query and response shapes', () => {
   ];
   for (const [ep, v, want] of cases) assert.equal(shapeOf(ep, v), want, `${ep} v=${v}`);
 });
+
+test('loadGeoipBytes reads a file once per process while it is unchanged, and again once it changes', async () => {
+  const { loadGeoipBytes } = await import('../../../src/eval-node/geoip/index.js');
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-geoip-'));
+  try {
+    const file = path.join(dir, 'db.mmdb');
+    fs.writeFileSync(file, Buffer.from('first'));
+    const a = loadGeoipBytes(file);
+    assert.ok(a.buffer instanceof SharedArrayBuffer);
+    assert.equal(Buffer.from(a).toString(), 'first');
+    assert.equal(loadGeoipBytes(file), a, 'the same bytes for the unchanged file');
+    fs.writeFileSync(file, Buffer.from('second!')); // another size and modification time
+    const b = loadGeoipBytes(file);
+    assert.notEqual(b, a);
+    assert.equal(Buffer.from(b).toString(), 'second!');
+    fs.renameSync(file, path.join(dir, 'moved.mmdb'));
+    fs.writeFileSync(file, Buffer.from('third!!')); // same size, another inode
+    assert.equal(Buffer.from(loadGeoipBytes(file)).toString(), 'third!!');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
