@@ -101,6 +101,9 @@ export async function runFiles(files: readonly string[], opts: ScheduleOptions):
   async function lane(): Promise<void> {
     while (queue.length > 0) {
       const run = await runWorker(queue, index++, opts, false);
+      // A worker that found the queue empty (the others took the last files while it started)
+      // and ended cleanly ran nothing worth reporting.
+      if (run.files.length === 0 && run.exitCode === 0 && !run.timedOut) continue;
       runs.push(run);
       opts.onDone(run);
     }

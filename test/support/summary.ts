@@ -9,6 +9,7 @@ export const SLOWEST_SHOWN = 10;
 
 /** A process's name: the file run alone, or a worker's first file and how many more it ran. */
 export function unitName(run: FileRun, rel: (file: string) => string): string {
+  if (run.files.length === 0) return 'a worker process, before it took a file';
   return run.files.length === 1 ? rel(run.file) : `${rel(run.file)} and ${run.files.length - 1} more files (one process)`;
 }
 
