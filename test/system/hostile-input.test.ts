@@ -421,14 +421,9 @@ describe('hostile input from one project leaves another unaffected', { concurren
       (c) => expectAnswer('capture', c, [400, 413], PARSE_BUDGET_MS));
   });
 
-  // 5. Queries.
-  test('a heavy TrendsQuery from A', async (t) => {
-    try {
-      await hostileCase(t, 'heavy TrendsQuery', () => call('POST', `/api/projects/${s.a.id}/query/`, { body: HEAVY_TRENDS, deadlineMs: 3_000 }), outcome,
-        (c) => (c.status === null ? [] : [`the query was meant to outlast its client's 3 s deadline, got ${outcome(c)}`]));
-    } finally { await cancelEventQueries(); }
-  });
-
+  // 5. Queries. One heavy query runs while B is measured in the first case (until its client
+  // leaves and after), and the project's most at once (three, each past its client's 3 s
+  // deadline) in the second, beside the ones refused.
   test('a query whose client disconnects leaves nothing running', async (t) => {
     try {
       await hostileCase(t, 'TrendsQuery, client gone at 1 s', async () => {
@@ -452,7 +447,11 @@ describe('hostile input from one project leaves another unaffected', { concurren
     };
     try {
       await hostileCase(t, '21 concurrent TrendsQuery', () => attackFromWorker(Array.from({ length: 21 }, () => query), 21, 3_000), summary,
-      (calls) => (calls.some((c) => c.status === 429) ? [] : ['no 429 among 21 concurrent queries']));
+        (calls) => [
+          ...(calls.some((c) => c.status === 429) ? [] : ['no 429 among 21 concurrent queries']),
+          ...calls.filter((c) => c.status !== 429 && c.status !== null).slice(0, 1)
+            .map((c) => `an admitted query was meant to outlast its client's 3 s deadline, got ${outcome(c)}`),
+        ]);
     } finally { await cancelEventQueries(); }
   });
 

@@ -129,10 +129,14 @@ async function probeMs(url: string, deadlineMs: number, init: RequestInit = {}):
 export type LoadShape = Pick<LoadOptions, 'flagsLoops' | 'apiLoops' | 'pauseMs' | 'denseSamples' | 'sparsePauseMs'>;
 
 /**
- * B's default traffic: three `/flags` loops and two management loops pausing 20 ms until a window
- * holds 150 `/flags` and 100 management samples (what a p99 needs), then 80 ms.
+ * B's default traffic: two `/flags` loops and two management loops pausing 20 ms until a window
+ * holds 100 samples of each (what a p99 needs), then 250 ms (every loop still has a request in
+ * flight through any stall of a second or more). It is most of what a window costs: on an idle
+ * stack a `/flags` sample costs about 1.7 ms of CPU (client and node) and a management one about
+ * 6 ms (client, control plane, Postgres), so three `/flags` loops and an 80 ms sparse pause cost
+ * about a third more CPU per window without catching any stall these would miss.
  */
-export const DEFAULT_LOAD: LoadShape = { flagsLoops: 3, apiLoops: 2, pauseMs: 20, denseSamples: { flags: 150, api: 100 }, sparsePauseMs: 80 };
+export const DEFAULT_LOAD: LoadShape = { flagsLoops: 2, apiLoops: 2, pauseMs: 20, denseSamples: { flags: 100, api: 100 }, sparsePauseMs: 250 };
 
 /**
  * Starts the stack; `cpOverrides` adjust the control plane's config (fields unknown to Config
