@@ -133,8 +133,9 @@ export type LoadShape = Pick<LoadOptions, 'flagsLoops' | 'apiLoops' | 'pauseMs' 
  * holds 100 samples of each (what a p99 needs), then 250 ms (every loop still has a request in
  * flight through any stall of a second or more). It is most of what a window costs: on an idle
  * stack a `/flags` sample costs about 1.7 ms of CPU (client and node) and a management one about
- * 6 ms (client, control plane, Postgres), so three `/flags` loops and an 80 ms sparse pause cost
- * about a third more CPU per window without catching any stall these would miss.
+ * 6 ms (client, control plane, Postgres), 0.3–0.55 CPU-seconds per second of window in all; a
+ * third `/flags` loop and an 80 ms sparse pause cost about a tenth more without catching any
+ * stall these would miss.
  */
 export const DEFAULT_LOAD: LoadShape = { flagsLoops: 2, apiLoops: 2, pauseMs: 20, denseSamples: { flags: 100, api: 100 }, sparsePauseMs: 250 };
 
