@@ -4,10 +4,12 @@
  * the control plane it attacks (which shares the test's main thread): the loop delay and B's
  * latencies measured then are what the control plane does, not what the attacker costs.
  *
- * workerData: {@link AttackJob}; posts one {@link AttackCall} per request, in order, as a
- * `{calls}` message, then ends. Imported on the main thread, it only lends {@link timedFetch}.
+ * One thread serves the whole file ({@link startAttacker}), started before the first case, so no
+ * case pays for starting a thread (loading its modules) inside its measured window. Messages in:
+ * an {@link AttackJob}; out: `{calls}`, one {@link AttackCall} per request, in order. Imported on
+ * the main thread, this module only lends {@link timedFetch} and {@link startAttacker}.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { Worker, parentPort, workerData } from 'node:worker_threads';
 
 /** One request to send. */
 export interface AttackRequest { url: string; method: string; headers: Record<string, string>; body?: string }
@@ -15,6 +17,13 @@ export interface AttackRequest { url: string; method: string; headers: Record<st
 export interface AttackJob { requests: AttackRequest[]; width: number; deadlineMs: number }
 /** How one request ended: its status (null without an answer), time in ms, body (JSON when it parses), error. */
 export interface AttackCall { status: number | null; ms: number; body: unknown; error: string | null }
+
+/** The attacker thread: sends one job at a time. */
+export interface Attacker {
+  /** Sends `job`'s requests; resolves with every call's outcome, in order. @throws when the thread fails. */
+  send(job: AttackJob): Promise<AttackCall[]>;
+  close(): Promise<void>;
+}
 
 /** `fetch` with a client deadline (`deadlineMs`), as an {@link AttackCall}: never throws. */
 export async function timedFetch(url: string, init: RequestInit, deadlineMs: number): Promise<AttackCall> {
@@ -30,8 +39,8 @@ export async function timedFetch(url: string, init: RequestInit, deadlineMs: num
   }
 }
 
-if (parentPort) {
-  const job = workerData as AttackJob;
+/** Sends `job`'s requests, `job.width` at a time. */
+async function run(job: AttackJob): Promise<AttackCall[]> {
   const calls: AttackCall[] = new Array(job.requests.length);
   let next = 0;
   await Promise.all(Array.from({ length: Math.min(job.width, job.requests.length) }, async () => {
@@ -41,5 +50,39 @@ if (parentPort) {
       calls[i] = await timedFetch(r.url, { method: r.method, headers: r.headers, body: r.body }, job.deadlineMs);
     }
   }));
-  parentPort.postMessage({ calls });
+  return calls;
+}
+
+/** Starts the attacker thread; resolves once it is ready to take a job. */
+export async function startAttacker(): Promise<Attacker> {
+  const worker = new Worker(new URL(import.meta.url), { workerData: { attacker: true } });
+  let failure: Error | null = null;
+  let pending: { resolve: (c: AttackCall[]) => void; reject: (e: Error) => void } | null = null;
+  const fail = (e: Error) => { failure ??= e; pending?.reject(e); pending = null; };
+  worker.on('error', fail);
+  worker.on('exit', (code) => fail(new Error(`the attacker thread exited (${code})`)));
+  worker.on('message', (m: { ready?: true; calls?: AttackCall[] }) => {
+    if (m.calls) { pending?.resolve(m.calls); pending = null; }
+  });
+  await new Promise<void>((resolve, reject) => {
+    worker.once('message', () => resolve());
+    worker.once('error', reject);
+  });
+  return {
+    send(job) {
+      if (failure) return Promise.reject(failure);
+      if (pending) return Promise.reject(new Error('the attacker thread is busy with another job'));
+      return new Promise((resolve, reject) => {
+        pending = { resolve, reject };
+        worker.postMessage(job);
+      });
+    },
+    async close() { await worker.terminate(); },
+  };
+}
+
+if (parentPort && (workerData as { attacker?: boolean } | null)?.attacker === true) {
+  const port = parentPort;
+  port.on('message', (job: AttackJob) => { void run(job).then((calls) => port.postMessage({ calls })); });
+  port.postMessage({ ready: true });
 }

@@ -6,6 +6,13 @@
  * victim (seeded project, a flag, personal API keys scoped to B). B's steady traffic runs in a
  * worker thread (hostile-load.ts); {@link HostileStack.measure} runs one attack while it flows
  * and returns B's `/flags` and management-API latencies and this thread's event-loop delay.
+ *
+ * The control plane's Postgres pools are opened to their size before the first attack, as a
+ * control plane that has served traffic for a while has them: a fresh one opens a connection (a
+ * Postgres backend forked and started) for each request of the first burst that finds no idle one,
+ * and a request of B's that arrives then waits for such a start. On a loaded 2-core machine the
+ * first burst (21 concurrent queries) opened a dozen, and B's management p99 over it was about
+ * twice that over the same burst on open pools.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -14,6 +21,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../../src/config.js';
+import type { Sql } from '../../src/control-plane/db/connect.js';
 import { seedProject } from '../support/seed.js';
 import { startTestControlPlane, type TestControlPlane } from '../support/control-plane.js';
 import { LoopDelaySampler, percentile, type LoopDelay } from '../support/latency.js';
@@ -91,6 +99,12 @@ async function spawnNode(controlPlane: string, clusterToken: string, dataDir: st
   return { child, url, output: () => output };
 }
 
+/** Opens every connection of the pool `sql` (up to its `max`), each with one `SELECT 1`. */
+async function openPool(sql: Sql): Promise<void> {
+  const { max } = (sql as unknown as { options: { max: number } }).options;
+  await Promise.all(Array.from({ length: max }, () => sql`SELECT 1`));
+}
+
 /** Stops `child`: SIGTERM, then SIGKILL after 3 s (a node still chewing a hostile body need not finish it). */
 async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
@@ -115,10 +129,15 @@ async function probeMs(url: string, deadlineMs: number, init: RequestInit = {}):
 export type LoadShape = Pick<LoadOptions, 'flagsLoops' | 'apiLoops' | 'pauseMs' | 'denseSamples' | 'sparsePauseMs'>;
 
 /**
- * B's default traffic: three `/flags` loops and two management loops pausing 20 ms until a window
- * holds 150 `/flags` and 100 management samples (what a p99 needs), then 80 ms.
+ * B's default traffic: two `/flags` loops and two management loops pausing 20 ms until a window
+ * holds 100 samples of each (what a p99 needs), then 250 ms (every loop still has a request in
+ * flight through any stall of a second or more). It is most of what a window costs: on an idle
+ * stack a `/flags` sample costs about 1.7 ms of CPU (client and node) and a management one about
+ * 6 ms (client, control plane, Postgres), 0.3–0.55 CPU-seconds per second of window in all; a
+ * third `/flags` loop and an 80 ms sparse pause cost about a tenth more without catching any
+ * stall these would miss.
  */
-export const DEFAULT_LOAD: LoadShape = { flagsLoops: 3, apiLoops: 2, pauseMs: 20, denseSamples: { flags: 150, api: 100 }, sparsePauseMs: 80 };
+export const DEFAULT_LOAD: LoadShape = { flagsLoops: 2, apiLoops: 2, pauseMs: 20, denseSamples: { flags: 100, api: 100 }, sparsePauseMs: 250 };
 
 /**
  * Starts the stack; `cpOverrides` adjust the control plane's config (fields unknown to Config
@@ -152,6 +171,7 @@ export async function startHostileStack(cpOverrides: Record<string, unknown> = {
       } catch { return false; }
     }, { timeoutMs: 30_000, intervalMs: 100 });
 
+    await Promise.all([openPool(t.cp.sql), openPool(t.cp.queries.sql)]);
     const worker = new Worker(path.join(here, 'hostile-load.js'), {
       workerData: {
         nodeUrl: node.url, projectToken: b.token, apiUrl: t.baseUrl, projectId: b.id, apiKeys: b.keys,
