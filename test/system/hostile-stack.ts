@@ -53,6 +53,20 @@ export interface Figures {
   windowMs: number;
 }
 
+/**
+ * B's p99 of one window's `latencies` (ms), never the single slowest request when there are two
+ * or more: B runs at least two loops of each kind, so a stall delays a request of every loop and
+ * shows in two samples at least, while one slow request alone is one request's bad luck on a
+ * shared machine. From 100 samples on this is the p99 itself; below, where the p99 is the
+ * maximum, it is the second slowest.
+ */
+function stallP99(latencies: readonly number[]): number {
+  const p99 = percentile(latencies, 99);
+  if (latencies.length < 2) return p99;
+  const sorted = [...latencies].sort((a, b) => b - a);
+  return Math.min(p99, sorted[1]!);
+}
+
 /** The running stack. */
 export interface HostileStack {
   t: TestControlPlane;
@@ -213,8 +227,8 @@ export async function startHostileStack(cpOverrides: Record<string, unknown> = {
         return {
           result, error,
           figures: {
-            flagsP99Ms: percentile(r.flags.latencies, 99), flagsCount: r.flags.latencies.length, flagsErrors: r.flags.errors,
-            apiP99Ms: percentile(r.api.latencies, 99), apiCount: r.api.latencies.length, apiErrors: r.api.errors,
+            flagsP99Ms: stallP99(r.flags.latencies), flagsCount: r.flags.latencies.length, flagsErrors: r.flags.errors,
+            apiP99Ms: stallP99(r.api.latencies), apiCount: r.api.latencies.length, apiErrors: r.api.errors,
             loop, windowMs: performance.now() - started,
           },
         };
