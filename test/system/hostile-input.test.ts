@@ -10,7 +10,7 @@
  * asserted is the absence of a stall, not the targets: this file runs beside other suites on two
  * shared cores, where scheduling alone moves these figures by tens of milliseconds, while every
  * stall these attacks caused before they were bounded lasted seconds. So a case fails when B's
- * p99 passes max(1 s, 5 × idle) or the loop delay's p99 max(500 ms, 5 × idle), the idle figures
+ * p99 (never one slowest request alone: hostile-stack.ts stallP99) passes max(1 s, 5 × idle) or the loop delay's p99 max(500 ms, 5 × idle), the idle figures
  * measured first in the same run (or, when that is higher, 5 × a quiet window measured right after
  * the attack: a loaded machine is not a stall), or when any of B's requests failed. Each attack's own answer
  * is held to a per-request budget scaled by the same baseline (QUIET_BUDGET, paceOf).
