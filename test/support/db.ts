@@ -56,7 +56,11 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   const name = `sy_test_${suiteLabel()}_${crypto.randomBytes(6).toString('hex')}`;
   const template = process.env[TEMPLATE_ENV];
   try {
-    await admin.unsafe(template ? `CREATE DATABASE ${name} TEMPLATE ${template}` : `CREATE DATABASE ${name}`);
+    // The run's own cluster copies the template's files (FILE_COPY, Postgres 15+) instead of
+    // writing all of them through the WAL (the default, WAL_LOG): about a third less CPU per
+    // suite. A DATABASE_URL server keeps its default (older servers lack the option).
+    const strategy = template && process.env[THROWAWAY_CLUSTER_ENV] === '1' ? ' STRATEGY FILE_COPY' : '';
+    await admin.unsafe(template ? `CREATE DATABASE ${name} TEMPLATE ${template}${strategy}` : `CREATE DATABASE ${name}`);
   } finally {
     await admin.end();
   }
