@@ -138,25 +138,30 @@ function runWorker(queue: string[], index: number, opts: ScheduleOptions, alone:
   if (child.pid !== undefined) running.add(child.pid);
   let pending = ''; // output not yet handed over
   let ending = false; // the spec reporter's closing list of failures has begun: it stays with the process
+  let scanned = 0; // pending's complete lines before this index hold no file's end
   const take = (d: Buffer) => {
-    const text = d.toString('utf8');
-    pending += text;
+    pending += d.toString('utf8');
     while (!ending) {
       let cut = -1;
       let ok = true;
       let name = '';
-      for (let at = 0; at < pending.length;) {
+      for (let at = scanned; at < pending.length;) {
         const nl = pending.indexOf('\n', at);
         if (nl < 0) break;
-        const line = pending.slice(at, nl);
-        if (line.startsWith(FAILURES_HEADING)) { ending = true; break; }
-        const m = FILE_END.exec(line);
-        if (m) { cut = nl + 1; ok = m[1] === '✔'; name = m[2]!; break; }
+        const first = pending.charCodeAt(at);
+        if (first === 0x2714 || first === 0x2716) { // ✔ ✖ at the line's start: a top-level result
+          const line = pending.slice(at, nl);
+          if (line.startsWith(FAILURES_HEADING)) { ending = true; break; }
+          const m = FILE_END.exec(line);
+          if (m) { cut = nl + 1; ok = m[1] === '✔'; name = m[2]!; break; }
+        }
         at = nl + 1;
+        scanned = at;
       }
       if (cut < 0) return;
       opts.onFile?.(name, pending.slice(0, cut), ok);
       pending = pending.slice(cut);
+      scanned = 0;
     }
   };
   child.stdout!.on('data', take);
