@@ -86,15 +86,21 @@ async function waitForVersion(url: string, p: string, version: number): Promise<
   }, { timeoutMs: 30_000, intervalMs: 25 });
 }
 
+/** Creates the flags of createFlags(p) and waits until each of `nodes` is ready and serves them all. */
+async function createAndServe(p: string, nodes: NodeService[]): Promise<{ emailFlag: { id: number; version: number } }> {
+  const created = await createFlags(p);
+  for (const n of nodes) {
+    await waitReady(n.http.url);
+    await waitForVersion(n.http.url, p, created.emailFlag.version);
+  }
+  return created;
+}
+
 test('a flag created and PATCHed through the management API is served by both nodes', async () => {
   const p = 'created';
   const a = await startNode();
   const b = await startNode();
-  const { emailFlag } = await createFlags(p);
-  for (const n of [a, b]) {
-    await waitReady(n.http.url);
-    await waitForVersion(n.http.url, p, emailFlag.version);
-  }
+  const { emailFlag } = await createAndServe(p, [a, b]);
   for (const n of [a, b]) {
     const yes = await flags(n.http.url, c.t.projectKey, 'ada', { person_properties: { email: 'ada@example.com' } });
     assert.equal(yes.status, 200, yes.text);
@@ -154,11 +160,7 @@ test('changes made while gRPC is down reach running and restarted nodes once it 
   const dirB = c.tempDir();
   const a = await startNode();
   let b = await startNode(dirB);
-  const { emailFlag } = await createFlags(p);
-  for (const n of [a, b]) {
-    await waitReady(n.http.url);
-    await waitForVersion(n.http.url, p, emailFlag.version);
-  }
+  const { emailFlag } = await createAndServe(p, [a, b]);
   await b.close(); // b misses what follows and catches up from its stored revision
   await c.stopGrpc(); // the management API keeps working
   const patch = await c.t.request('PATCH', `/api/projects/${c.t.projectId}/feature_flags/${emailFlag.id}/`, {
@@ -192,11 +194,7 @@ test('a whole control plane restarted on the same database: nodes resume and fol
   const p = 'restarted';
   const a = await startNode();
   const b = await startNode();
-  const { emailFlag } = await createFlags(p);
-  for (const n of [a, b]) {
-    await waitReady(n.http.url);
-    await waitForVersion(n.http.url, p, emailFlag.version);
-  }
+  const { emailFlag } = await createAndServe(p, [a, b]);
   const listed = async () => (await c.t.request('GET', `/api/projects/${c.t.projectId}/feature_flags/`)).body.count as number;
   const count = await listed();
   const before = await answers(a.http.url);
