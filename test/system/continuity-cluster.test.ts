@@ -5,22 +5,35 @@
  * `/flags` call with `$anon_distinct_id` posthog-js makes when identifying, in either order);
  * afterwards the identified user keeps the anonymous variant on EVERY node, without
  * `$anon_distinct_id`, while a flag without continuity follows the identified id.
+ * One control plane and two nodes serve the file.
  */
-import { test } from 'node:test';
+import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PostHog } from 'posthog-node';
 import { waitFor } from '../support/wait.js';
 import { waitForHead } from '../support/sync.js';
-import { flags, post, startCluster, waitReady } from './support.js';
+import { flags, post, startCluster, waitReady, type SystemCluster } from './support.js';
 
 const VARIANTS = { variants: [{ key: 'control', rollout_percentage: 50 }, { key: 'test', rollout_percentage: 50 }] };
 
+/** One control plane and two nodes serve the file; the cases use flags and distinct ids of their own. */
+let c: SystemCluster;
+let a: Awaited<ReturnType<SystemCluster['startNode']>>;
+let b: typeof a;
+
+before(async () => {
+  c = await startCluster();
+  a = await c.startNode(c.tempDir());
+  b = await c.startNode(c.tempDir());
+});
+
+after(async () => {
+  await c?.close();
+});
+
 test('$identify merging an anonymous id keeps a continuity flag\'s variant for the identified user on every node', async () => {
-  const c = await startCluster();
   let ph: PostHog | null = null;
   try {
-    const a = await c.startNode(c.tempDir());
-    const b = await c.startNode(c.tempDir());
     const create = async (key: string, continuity: boolean) => {
       const r = await c.t.request('POST', `/api/projects/${c.t.projectId}/feature_flags/`, {
         body: { key, ensure_experience_continuity: continuity, filters: { groups: [{ properties: [], rollout_percentage: 100 }], multivariate: VARIANTS } },
@@ -97,50 +110,42 @@ test('$identify merging an anonymous id keeps a continuity flag\'s variant for t
     assert.equal(n, 0, 'no override for a flag without continuity');
   } finally {
     await ph?.shutdown().catch(() => {});
-    await c.close();
   }
 });
 
 test('continuity holds when the whole identify flow happens while the control plane is down', async () => {
-  const c = await startCluster();
-  try {
-    const a = await c.startNode(c.tempDir());
-    const b = await c.startNode(c.tempDir());
-    const r = await c.t.request('POST', `/api/projects/${c.t.projectId}/feature_flags/`, {
-      body: { key: 'sys-continuity', ensure_experience_continuity: true, filters: { groups: [{ properties: [], rollout_percentage: 100 }], multivariate: VARIANTS } },
-    });
-    assert.equal(r.status, 201, r.text);
-    for (const n of [a, b]) {
-      await waitReady(n.http.url);
-      await waitFor('flag on the node', async () => (await flags(n.http.url, c.t.projectKey, 'probe')).body?.flags?.['sys-continuity'] !== undefined);
-    }
-    const variant = async (url: string, id: string, anon?: string) => {
-      const res = await flags(url, c.t.projectKey, id, anon === undefined ? {} : { $anon_distinct_id: anon });
-      assert.equal(res.status, 200, res.text);
-      return res.body.flags['sys-continuity'].variant as string;
-    };
-    const pairs: { anon: string; user: string; anonVariant: string }[] = [];
-    for (let i = 0; pairs.length < 4 && i < 200; i++) {
-      const [anonVariant, userVariant] = [await variant(a.http.url, `anon-${i}`), await variant(a.http.url, `user-${i}`)];
-      if (anonVariant !== userVariant) pairs.push({ anon: `anon-${i}`, user: `user-${i}`, anonVariant });
-    }
-    assert.equal(pairs.length, 4);
-    await c.stopGrpc();
-    for (const p of pairs) {
-      // anonymous visit, then the identifying /flags call, then $identify: all queued in the outbox
-      const visit = await post(`${a.http.url}/batch/`, { api_key: c.t.projectKey, batch: [{ event: 'sys_visit', distinct_id: p.anon }] });
-      assert.equal(visit.status, 200);
-      assert.equal(await variant(a.http.url, p.user, p.anon), p.anonVariant);
-      const ident = await post(`${a.http.url}/batch/`, { api_key: c.t.projectKey, batch: [{ event: '$identify', distinct_id: p.user, properties: { $anon_distinct_id: p.anon } }] });
-      assert.equal(ident.status, 200);
-    }
-    await c.startGrpc();
-    await waitFor('outbox drained', () => a.capture.outbox.entries === 0, { timeoutMs: 30_000 });
-    for (const n of [a, b]) await waitForHead(c.t.db, n.node.store);
-    for (const n of [a, b]) {
-      for (const p of pairs) assert.equal(await variant(n.http.url, p.user), p.anonVariant, `${p.user} on ${n.http.url}`);
-    }
-  } finally {
-    await c.close();
+  const r = await c.t.request('POST', `/api/projects/${c.t.projectId}/feature_flags/`, {
+    body: { key: 'sys-continuity-down', ensure_experience_continuity: true, filters: { groups: [{ properties: [], rollout_percentage: 100 }], multivariate: VARIANTS } },
+  });
+  assert.equal(r.status, 201, r.text);
+  for (const n of [a, b]) {
+    await waitReady(n.http.url);
+    await waitFor('flag on the node', async () => (await flags(n.http.url, c.t.projectKey, 'probe')).body?.flags?.['sys-continuity-down'] !== undefined);
+  }
+  const variant = async (url: string, id: string, anon?: string) => {
+    const res = await flags(url, c.t.projectKey, id, anon === undefined ? {} : { $anon_distinct_id: anon });
+    assert.equal(res.status, 200, res.text);
+    return res.body.flags['sys-continuity-down'].variant as string;
+  };
+  const pairs: { anon: string; user: string; anonVariant: string }[] = [];
+  for (let i = 0; pairs.length < 4 && i < 200; i++) {
+    const [anonVariant, userVariant] = [await variant(a.http.url, `down-anon-${i}`), await variant(a.http.url, `down-user-${i}`)];
+    if (anonVariant !== userVariant) pairs.push({ anon: `down-anon-${i}`, user: `down-user-${i}`, anonVariant });
+  }
+  assert.equal(pairs.length, 4);
+  await c.stopGrpc();
+  for (const p of pairs) {
+    // anonymous visit, then the identifying /flags call, then $identify: all queued in the outbox
+    const visit = await post(`${a.http.url}/batch/`, { api_key: c.t.projectKey, batch: [{ event: 'sys_visit', distinct_id: p.anon }] });
+    assert.equal(visit.status, 200);
+    assert.equal(await variant(a.http.url, p.user, p.anon), p.anonVariant);
+    const ident = await post(`${a.http.url}/batch/`, { api_key: c.t.projectKey, batch: [{ event: '$identify', distinct_id: p.user, properties: { $anon_distinct_id: p.anon } }] });
+    assert.equal(ident.status, 200);
+  }
+  await c.startGrpc();
+  await waitFor('outbox drained', () => a.capture.outbox.entries === 0, { timeoutMs: 30_000 });
+  for (const n of [a, b]) await waitForHead(c.t.db, n.node.store);
+  for (const n of [a, b]) {
+    for (const p of pairs) assert.equal(await variant(n.http.url, p.user), p.anonVariant, `${p.user} on ${n.http.url}`);
   }
 });

@@ -85,6 +85,7 @@ test('reset_token: both keys work during the overlap, on nodes and the control p
       assert.equal(await remote.getFeatureFlag('rot-flag', 'user-1', { sendFeatureFlagEvents: false }), true, `remote evaluation, ${token === oldToken ? 'old' : 'new'} key`);
       assert.equal(await local.waitForLocalEvaluationReady(5_000), true, `local evaluation ready, ${token === oldToken ? 'old' : 'new'} key`);
       assert.equal(await local.getFeatureFlag('rot-flag', 'user-1', { onlyEvaluateLocally: true, sendFeatureFlagEvents: false }), true);
+      await local.shutdown(); // it would poll the node for the rest of the overlap
       const uuid = crypto.randomUUID();
       uuids.push(uuid);
       remote.capture({ distinctId: 'rotating-user', event: 'rot_event', uuid });
@@ -94,7 +95,9 @@ test('reset_token: both keys work during the overlap, on nodes and the control p
     assert.ok(Date.now() < expiresAt, 'the overlap checks ran inside the overlap (raise OVERLAP_SECONDS on a slower machine)');
     await waitForEventsOnce(c.t, uuids); // both in the same project (c.t.projectId)
 
-    // The end of the overlap, by the node's clock: no message is needed.
+    // The end of the overlap, by the node's clock: no message is needed. The close polling (for
+    // the delay printed below) starts 100 ms before the expiry.
+    await new Promise((r) => setTimeout(r, Math.max(0, expiresAt - 100 - Date.now())));
     const refused = await waitFor('the old key refused by the node', async () => {
       const r = await flags(node.http.url, oldToken, 'u');
       return r.status === 401 ? Date.now() : null;
