@@ -37,7 +37,8 @@ test('the console: sign in, create and disable a flag the node serves, launch an
     const failures: string[] = [];
     page.on('pageerror', (e) => failures.push(e.message));
     page.on('console', (m) => { if (m.type() === 'error') failures.push(m.text()); });
-    page.on('response', (r) => { if (process.env.CONSOLE_DEBUG) process.stderr.write(`${r.request().method()} ${r.url()} ${r.status()}\n`); });
+    // Listening for responses makes playwright report every one to this process: only to debug.
+    if (process.env.CONSOLE_DEBUG) page.on('response', (r) => { process.stderr.write(`${r.request().method()} ${r.url()} ${r.status()}\n`); });
 
     // Sign in with the keyboard only.
     const res = await page.goto(`${t.baseUrl}/`);
