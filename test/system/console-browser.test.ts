@@ -8,34 +8,20 @@
  * here from what the test sent), exposed users per day, daily results computed on request, and
  * metrics edited after creation; holdouts and shared metrics are created, edited and deleted;
  * lists read past one page; the console fits a phone's width.
- * Screenshots go to test-output/console/ (and, with SWITCHYARD_UPDATE_SCREENSHOTS=1, to
- * docs/screenshots/ for the README).
+ * With SWITCHYARD_UPDATE_SCREENSHOTS=1 it saves screenshots to test-output/console/ and
+ * docs/screenshots/ (the README's).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
 import { type Browser, type Page } from 'playwright-core';
 import { PostHog } from 'posthog-node';
 import { waitFor } from '../support/wait.js';
-import { assertChromium, launchChromium } from '../support/browser.js';
-import { PACKAGE_ROOT } from '../../src/paths.js';
+import { assertChromium, launchChromium, screenshot as shot } from '../support/browser.js';
 import { createFlag, flags, startCluster, waitReady } from './support.js';
 import { checkExperimentPage, checkHoldoutsAndSharedMetrics, checkPaging } from './console-steps.js';
 
-const OUT = path.join(PACKAGE_ROOT, 'test-output', 'console');
-const DOCS = path.join(PACKAGE_ROOT, 'docs', 'screenshots');
 const USERS = 120;
 
-async function shot(page: Page, name: string): Promise<void> {
-  fs.mkdirSync(OUT, { recursive: true });
-  const file = path.join(OUT, `${name}.png`);
-  await page.screenshot({ path: file, fullPage: true });
-  if (process.env.SWITCHYARD_UPDATE_SCREENSHOTS === '1') {
-    fs.mkdirSync(DOCS, { recursive: true });
-    fs.copyFileSync(file, path.join(DOCS, `${name}.png`));
-  }
-}
 
 test('the console: sign in, create and disable a flag the node serves, launch an experiment and read its results', { timeout: 240_000, skip: process.env.SWITCHYARD_SKIP_BROWSER === '1' && 'SWITCHYARD_SKIP_BROWSER=1' }, async () => {
   assertChromium();
@@ -51,7 +37,8 @@ test('the console: sign in, create and disable a flag the node serves, launch an
     const failures: string[] = [];
     page.on('pageerror', (e) => failures.push(e.message));
     page.on('console', (m) => { if (m.type() === 'error') failures.push(m.text()); });
-    page.on('response', (r) => { if (process.env.CONSOLE_DEBUG) process.stderr.write(`${r.request().method()} ${r.url()} ${r.status()}\n`); });
+    // Listening for responses makes playwright report every one to this process: only to debug.
+    if (process.env.CONSOLE_DEBUG) page.on('response', (r) => { process.stderr.write(`${r.request().method()} ${r.url()} ${r.status()}\n`); });
 
     // Sign in with the keyboard only.
     const res = await page.goto(`${t.baseUrl}/`);

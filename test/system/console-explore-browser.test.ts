@@ -9,34 +9,19 @@
  * reason, as the node serves them (a disabled flag: "Feature flag is disabled"); the persons
  * search finds it; on a flag's page an enable scheduled ~3 s ahead is applied (the node serves
  * the flag; the console shows the change executed), a pending change is deleted, and a change
- * that fails shows its failure reason. Screenshots go to test-output/console/ (and, with
- * SWITCHYARD_UPDATE_SCREENSHOTS=1, to docs/screenshots/).
+ * that fails shows its failure reason. With SWITCHYARD_UPDATE_SCREENSHOTS=1 it saves
+ * screenshots to test-output/console/ and docs/screenshots/.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
 import { type Browser, type Locator, type Page } from 'playwright-core';
 import { PostHog } from 'posthog-node';
 import { waitFor } from '../support/wait.js';
-import { assertChromium, launchChromium } from '../support/browser.js';
-import { PACKAGE_ROOT } from '../../src/paths.js';
+import { assertChromium, launchChromium, screenshot as shot } from '../support/browser.js';
 import { createFlag, flags, startCluster, waitReady } from './support.js';
 
-const OUT = path.join(PACKAGE_ROOT, 'test-output', 'console');
-const DOCS = path.join(PACKAGE_ROOT, 'docs', 'screenshots');
 const SHOPPERS = ['ana', 'bo', 'cy', 'di', 'ed', 'flo'];
 
-/** Saves a screenshot of the page (or of `part`) as `name`.png. */
-async function shot(page: Page, name: string, part?: Locator): Promise<void> {
-  fs.mkdirSync(OUT, { recursive: true });
-  const file = path.join(OUT, `${name}.png`);
-  if (part) await part.screenshot({ path: file }); else await page.screenshot({ path: file, fullPage: true });
-  if (process.env.SWITCHYARD_UPDATE_SCREENSHOTS === '1') {
-    fs.mkdirSync(DOCS, { recursive: true });
-    fs.copyFileSync(file, path.join(DOCS, `${name}.png`));
-  }
-}
 
 /** The console's UTC text for an instant (`YYYY-MM-DD HH:MM:SS UTC`) as milliseconds. */
 const parseUtc = (s: string): number => Date.parse(s.replace(' UTC', 'Z').replace(' ', 'T'));
