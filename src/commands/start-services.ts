@@ -17,6 +17,11 @@ import { drainPlan, onShutdown, shutdownSignal } from './shutdown.js';
 
 /** How long the start's summary waits for log lines still on their way from worker threads, in ms. */
 const START_LOGS_SETTLE_MS = 100;
+/**
+ * Longest the start's summary waits for the node's first snapshot, in ms: the summary then
+ * follows the sync's log lines (snapshot sent, applied) and the node it names already serves.
+ */
+const FIRST_SNAPSHOT_WAIT_MS = 5_000;
 
 /** The services child: control plane and node on the supervisor's database, until signalled or orphaned. */
 export async function runServices(): Promise<number> {
@@ -51,6 +56,8 @@ export async function runServices(): Promise<number> {
     throw e;
   }
   const consoleBuilt = fs.existsSync(path.join(CONSOLE_DIR, 'app.js'));
+  const synced = Date.now() + FIRST_SNAPSHOT_WAIT_MS;
+  while (!node.node.store.hasCompleteSnapshot() && Date.now() < synced) await new Promise((r) => setTimeout(r, 20));
   // IO threads' log lines reach stdout through the main thread's event loop, after it moved on:
   // let those written during the start arrive first, so the summary ends the start's output.
   await new Promise((r) => setTimeout(r, START_LOGS_SETTLE_MS));
