@@ -64,6 +64,8 @@ interface World {
   svc: NodeService;
   flags(distinctId: string, anon?: string): Promise<Record<string, string | boolean>>;
   capture(batch: Record<string, unknown>[]): Promise<Response>;
+  /** Captures `anon`'s pageview and its `$identify` as `user` (accepted), then {@link settle}s. */
+  identify(anon: string, user: string): Promise<void>;
   /** Waits until the node's outbox is shipped and its store is at the change-log head. */
   settle(): Promise<void>;
   /** The stored overrides of the distinct ids starting with `prefix` (of `flagKey` when given). */
@@ -97,6 +99,14 @@ async function world(evalThreads = 0): Promise<World> {
     },
     capture(batch) {
       return fetch(`${svc.http.url}/batch/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ api_key: token, batch }) });
+    },
+    async identify(anon, user) {
+      const res = await w.capture([
+        { event: '$pageview', distinct_id: anon },
+        { event: '$identify', distinct_id: user, properties: { $anon_distinct_id: anon } },
+      ]);
+      assert.equal(res.status, 200);
+      await w.settle();
     },
     async settle() {
       // The recorder appends asynchronously: let pending appends land before reading the outbox.
@@ -142,11 +152,7 @@ for (const evalThreads of [0, 1]) {
       let user = '';
       for (let i = 0; i < 100 && user === ''; i++) if ((await w.flags(`${prefix}user-${i}`)).exp !== anonAnswer.exp) user = `${prefix}user-${i}`;
       assert.notEqual(user, '', 'found a user bucketed differently');
-      assert.equal((await w.capture([
-        { event: '$pageview', distinct_id: anon },
-        { event: '$identify', distinct_id: user, properties: { $anon_distinct_id: anon } },
-      ])).status, 200);
-      await w.settle();
+      await w.identify(anon, user);
       const before = w.counters();
       const metricBefore = await recordsMetric(w, 'enqueued');
 
@@ -217,11 +223,7 @@ test('a client-sent internal record is refused with 400 and writes nothing', asy
   const w = await world();
   const anon = 'c-anon';
   const user = 'c-user';
-  assert.equal((await w.capture([
-    { event: '$pageview', distinct_id: anon },
-    { event: '$identify', distinct_id: user, properties: { $anon_distinct_id: anon } },
-  ])).status, 200);
-  await w.settle();
+  await w.identify(anon, user);
   const forged = { event: HASH_KEY_OVERRIDE_EVENT, distinct_id: user, $internal: 'hash_key_override',
     properties: { distinct_ids: [user, anon], flag_keys: ['exp', 'plain-exp'], hash_key: 'chosen-by-client' } };
   const before = w.svc.capture.outbox.entries;
@@ -245,11 +247,7 @@ test('no override for non-continuity flags nor for 100 % flags without variants'
   const w = await world();
   const anon = 'd-anon';
   const user = 'd-user';
-  assert.equal((await w.capture([
-    { event: '$pageview', distinct_id: anon },
-    { event: '$identify', distinct_id: user, properties: { $anon_distinct_id: anon } },
-  ])).status, 200);
-  await w.settle();
+  await w.identify(anon, user);
   const before = w.counters();
   // Only non-hashing or non-continuity flags answered: no record at all.
   const post = (keys: string[]) => fetch(`${w.svc.http.url}/flags?v=2`, { method: 'POST', headers: { 'content-type': 'application/json' },
