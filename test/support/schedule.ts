@@ -106,6 +106,9 @@ export async function runFiles(files: readonly string[], opts: ScheduleOptions):
       if (run.files.length === 0 && run.exitCode === 0 && !run.timedOut) continue;
       runs.push(run);
       opts.onDone(run);
+      // One that failed before taking a file (batch-entry itself broken) would fail again: the
+      // lane stops instead of starting workers forever, and the failure is reported.
+      if (run.files.length === 0) return;
     }
   }
   await Promise.all(Array.from({ length: Math.min(opts.concurrency, files.length) }, lane));
