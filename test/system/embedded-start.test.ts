@@ -18,14 +18,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { PACKAGE_ROOT } from '../../src/paths.js';
 import { connect } from '../../src/control-plane/db/connect.js';
 import { embeddedUrl, passwordFile, startEmbeddedPostgres } from '../../src/control-plane/db/embedded.js';
 import { stablePort } from '../support/ports.js';
 import { exitWithOutput } from '../support/run-command.js';
+import { CLI } from '../support/cli.js';
 import { waitFor } from '../support/wait.js';
 
-const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 
 /** A temporary directory the `postgres` OS user can enter (mkdtemp makes 0700 ones). */

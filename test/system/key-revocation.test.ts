@@ -6,14 +6,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
-import { spawnSync } from 'node:child_process';
-import { PACKAGE_ROOT } from '../../src/paths.js';
 import { createPersonalApiKey } from '../../src/control-plane/keys/store.js';
 import { waitFor } from '../support/wait.js';
+import { runCli } from '../support/cli.js';
 import { startCluster, waitReady, type SystemCluster } from './support.js';
 
-const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 
 async function definitionsStatus(c: SystemCluster, nodeUrl: string, key: string): Promise<number> {
   const res = await fetch(`${nodeUrl}/flags/definitions?token=${c.t.projectKey}`, { headers: { authorization: `Bearer ${key}` } });
@@ -46,22 +43,20 @@ test('a revoked key and a deactivated user\'s key stop working on the control pl
       VALUES (${c.t.organizationId}, 'second-user', 'second@example.com') RETURNING id`;
     const theirs = (await createPersonalApiKey(c.t.db.sql, { userId: Number(user!.id), label: 'theirs', scopes: ['feature_flag:read'] })).value;
     await waitFor('their key works on the node', async () => (await definitionsStatus(c, node.http.url, theirs)) === 200);
-    const cli = spawnSync(process.execPath, [CLI, 'users', 'deactivate', 'second@example.com'], {
-      env: { ...process.env, DATABASE_URL: c.t.db.url, SWITCHYARD_LOG_LEVEL: 'silent' }, encoding: 'utf8', timeout: 60_000,
-    });
-    assert.equal(cli.status, 0, cli.stderr);
+    const env = { ...process.env, DATABASE_URL: c.t.db.url, SWITCHYARD_LOG_LEVEL: 'silent' };
+    const cli = await runCli(['users', 'deactivate', 'second@example.com'], { env });
+    assert.equal(cli.code, 0, cli.stderr);
     assert.match(cli.stdout, /deactivated user \d+; 1 personal API key\(s\) withdrawn/);
     assert.equal((await c.t.request('GET', '/api/projects/', { key: theirs })).status, 401);
     await waitFor('their key refused by the node', async () => (await definitionsStatus(c, node.http.url, theirs)) === 401);
 
     // keys list / revoke from the command line.
     const third = await c.t.createKey(['feature_flag:read']);
-    const env = { ...process.env, DATABASE_URL: c.t.db.url, SWITCHYARD_LOG_LEVEL: 'silent' };
-    const listed2 = spawnSync(process.execPath, [CLI, 'keys', 'list'], { env, encoding: 'utf8', timeout: 60_000 });
-    assert.equal(listed2.status, 0, listed2.stderr);
+    const listed2 = await runCli(['keys', 'list'], { env });
+    assert.equal(listed2.code, 0, listed2.stderr);
     assert.ok(listed2.stdout.includes(`${third.slice(0, 4)}...${third.slice(-4)}`));
-    const rev = spawnSync(process.execPath, [CLI, 'keys', 'revoke', third], { env, encoding: 'utf8', timeout: 60_000 });
-    assert.equal(rev.status, 0, rev.stderr);
+    const rev = await runCli(['keys', 'revoke', third], { env });
+    assert.equal(rev.code, 0, rev.stderr);
     assert.equal((await c.t.request('GET', '/api/projects/', { key: third })).status, 401);
   } finally {
     await c.close();
