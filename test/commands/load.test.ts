@@ -1,7 +1,7 @@
 /**
  * `switchyard load`: the pure parts (argument checks, the connection/rate plan, the bodies, the
- * ramp's judgement) and the command end to end against two real evaluation nodes on one control
- * plane — a real `node dist/src/cli.js load` process spreading a mixed run over both, checked
+ * ramp's judgement) and the command end to end against three real evaluation nodes on one control
+ * plane — a real `node dist/src/cli.js load` process spreading a mixed run over all three, checked
  * against each node's /metrics counters and the captured events in Postgres; and the command's
  * `run` in this process (its generator processes forked as always) for a wrong key counted by
  * status and a ramp stopped by its p99 objective behind a TCP proxy that holds every answer back.
@@ -206,13 +206,13 @@ async function slowProxy(target: string, delayMs: number): Promise<{ url: string
   return { url, close: () => new Promise((resolve) => { for (const s of sockets) s.destroy(); server.close(() => resolve()); }) };
 }
 
-describe('against two real nodes on one control plane', () => {
+describe('against three real nodes on one control plane', () => {
   let c: SystemCluster;
   let nodes: string[] = [];
 
   before(async () => {
     c = await startCluster();
-    const services = await Promise.all([0, 1].map(() => c.startNode(c.tempDir())));
+    const services = await Promise.all([0, 1, 2].map(() => c.startNode(c.tempDir())));
     nodes = services.map((s) => s.http.url);
     await createFlag(c, { key: 'load-a', filters: { groups: [{ properties: [], rollout_percentage: 50 }] } });
     await createFlag(c, { key: 'load-b', filters: { groups: [{ properties: [{ key: 'plan', type: 'person', operator: 'exact', value: ['pro'] }], rollout_percentage: 100 }] } });
@@ -230,10 +230,10 @@ describe('against two real nodes on one control plane', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  test('node dist/src/cli.js load, two nodes, flags and capture mixed: every node is loaded; the node counts and stored events match the report', async () => {
+  test('node dist/src/cli.js load, three nodes, flags and capture mixed: every node is loaded; the node counts and stored events match the report', async () => {
     const file = path.join(dir, 'mix.json');
     const before = await Promise.all(nodes.map(requestCounts));
-    const r = await runCli(['load', '--url', nodes[0]!, '--url', nodes[1]!, '--key', c.t.projectKey, '--mix', 'flags=75,capture=25',
+    const r = await runCli(['load', '--url', nodes[0]!, '--url', nodes[1]!, '--url', nodes[2]!, '--key', c.t.projectKey, '--mix', 'flags=75,capture=25',
       '--flag-keys', 'load-a,load-b', '--batch-size', '4', '--connections', '6', '--workers', '2', '--duration', '0.5', '--report', file]);
     assert.equal(r.code, 0, r.stderr);
     const got = diff(before, await Promise.all(nodes.map(requestCounts)));
@@ -256,8 +256,8 @@ describe('against two real nodes on one control plane', () => {
     assert.match(r.stdout, new RegExp(`${res.requests} requests in 0.5 s`));
     assert.match(r.stdout, /p99 \d+ ms/);
 
-    // Round-robin: connection j to node j mod 2 (the second generator starts at connection 3, on
-    // the second node), three connections per node; each node answered both kinds.
+    // Round-robin: connection j to node j mod 3 (the second generator starts at connection 3, on
+    // the first node), two connections per node; each node answered both kinds.
     for (const [i, m] of got.entries()) {
       assert.ok((m.get('flags 200') ?? 0) > 0, `node ${i} answered no /flags`);
       assert.ok((m.get('capture 200') ?? 0) > 0, `node ${i} answered no /batch/`);
