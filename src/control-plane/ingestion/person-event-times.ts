@@ -12,6 +12,7 @@
  */
 import type { PendingQuery } from 'postgres';
 import type { Tx } from '../db/connect.js';
+import type { IngestEvent } from '../../contract/events.js';
 import { FEATURE_FLAG_CALLED } from './flag-usage.js';
 
 /** Timestamps a row keeps; beyond, `times` is NULL and readers probe the events (migration 0017). */
@@ -33,6 +34,53 @@ export const FOLDED_ROWS = (source: string) => `
   FROM ${source} WHERE person_id IS NOT NULL AND event <> '${FEATURE_FLAG_CALLED}'
   GROUP BY 1, 2, 3, 4`;
 
+/** The upsert of folded rows into `person_event_times` (rows of one statement never share a key). */
+const UPSERT = `ON CONFLICT (project_id, event, month, person_id) DO UPDATE SET
+        n = p.n + EXCLUDED.n,
+        first_ts = LEAST(p.first_ts, EXCLUDED.first_ts),
+        last_ts = GREATEST(p.last_ts, EXCLUDED.last_ts),
+        times = CASE WHEN p.n + EXCLUDED.n > ${MAX_KEPT_TIMES} THEN NULL
+          WHEN EXCLUDED.first_ts >= p.last_ts THEN p.times || EXCLUDED.times
+          ELSE ARRAY(SELECT t FROM unnest(p.times || EXCLUDED.times) t ORDER BY t) END`;
+
+/** UTC month start of `t` (the partition key's rule, {@link MONTH_OF}). */
+const monthOf = (t: Date) => new Date(Date.UTC(t.getUTCFullYear(), t.getUTCMonth(), 1));
+
+/**
+ * Folds `events` — all of them inserted by this transaction, none stored before (the COPY path,
+ * events-copy.ts), `personIds[i]` events[i]'s person — into `person_event_times`: the rows of
+ * {@link FOLDED_ROWS}, grouped here instead of in Postgres, in one upsert. Resolves to the
+ * number of rows sent.
+ */
+export async function foldEventTimes(tx: Tx, events: readonly IngestEvent[], personIds: readonly (string | null)[]): Promise<number> {
+  const groups = new Map<string, { p: number; e: string; m: Date; u: string; times: Date[] }>();
+  for (let i = 0; i < events.length; i++) {
+    const ev = events[i]!;
+    const u = personIds[i];
+    if (!u || ev.event === FEATURE_FLAG_CALLED) continue;
+    const m = monthOf(ev.timestamp);
+    const k = `${ev.projectId}\u0000${ev.event}\u0000${m.getTime()}\u0000${u}`;
+    const g = groups.get(k);
+    if (g) g.times.push(ev.timestamp);
+    else groups.set(k, { p: ev.projectId, e: ev.event, m, u, times: [ev.timestamp] });
+  }
+  if (groups.size === 0) return 0;
+  const rows = [];
+  for (const g of groups.values()) {
+    const t = g.times.length === 1 ? g.times : g.times.sort((a, b) => a.getTime() - b.getTime());
+    const first = t[0]!.toISOString();
+    const last = t.length === 1 ? first : t[t.length - 1]!.toISOString();
+    // ISO instants hold no comma, brace, quote or space: the array literal needs no quoting.
+    const ts = t.length > MAX_KEPT_TIMES ? null : t.length === 1 ? `{${first}}` : `{${t.map((x) => x.toISOString()).join(',')}}`;
+    rows.push({ p: g.p, e: g.e, m: g.m.toISOString(), u: g.u, n: t.length, f: first, l: last, ts });
+  }
+  await tx`INSERT INTO person_event_times AS p (project_id, event, month, person_id, n, first_ts, last_ts, times)
+    SELECT p, e, m, u, n, f, l, ts::timestamptz[]
+    FROM json_to_recordset(${JSON.stringify(rows)}::text::json) AS v(p bigint, e text, m timestamptz, u uuid, n int, f timestamptz, l timestamptz, ts text)
+    ${tx.unsafe(UPSERT)}`;
+  return rows.length;
+}
+
 /**
  * `WITH ins AS (<insert>) …` that also folds the rows `insert` inserted into `person_event_times`
  * and selects how many rows `insert` inserted (one row, `inserted`): the rows themselves stay in
@@ -45,12 +93,6 @@ export function insertFoldingTimes(tx: Tx, insert: PendingQuery<any>): PendingQu
     folded AS (
       INSERT INTO person_event_times AS p (project_id, event, month, person_id, n, first_ts, last_ts, times)
       ${tx.unsafe(FOLDED_ROWS('ins'))}
-      ON CONFLICT (project_id, event, month, person_id) DO UPDATE SET
-        n = p.n + EXCLUDED.n,
-        first_ts = LEAST(p.first_ts, EXCLUDED.first_ts),
-        last_ts = GREATEST(p.last_ts, EXCLUDED.last_ts),
-        times = CASE WHEN p.n + EXCLUDED.n > ${MAX_KEPT_TIMES} THEN NULL
-          WHEN EXCLUDED.first_ts >= p.last_ts THEN p.times || EXCLUDED.times
-          ELSE ARRAY(SELECT t FROM unnest(p.times || EXCLUDED.times) t ORDER BY t) END)
+      ${tx.unsafe(UPSERT)})
     SELECT count(*)::int AS inserted FROM ins`;
 }
