@@ -49,37 +49,54 @@ export function eventCopyLines(events: readonly IngestEvent[], personIds: readon
 }
 
 /**
- * Sends `text` (COPY text-format lines) to `copy` (a `COPY … FROM STDIN` statement) in `tx`.
- * Resolves once the data and the end of the COPY are sent; the COPY's outcome is that of the
- * next statement of `tx`, which {@link afterCopy} wraps. postgres.js (3.4) settles a COPY stream
- * only on success: a server error after the end leaves it unfinished, so awaiting its finish
- * could hang, and the error itself surfaces as 25P02 (transaction aborted) on the next statement.
- * @throws the stream's error when the COPY failed before its end was sent.
+ * The COPYs of one transaction, one after another. postgres.js (3.4) settles a COPY stream only on
+ * success: a server error after the end of the data leaves the stream unfinished (awaiting it could
+ * hang) and surfaces as 25P02 (transaction aborted) on the transaction's next statement; and a
+ * finished stream, when it is destroyed, sends a CopyFail that would abort a COPY started on the
+ * connection meanwhile. So each COPY is followed, before the next COPY and before the transaction
+ * ends, by {@link settle}: one `SELECT 1` that reports the COPY's outcome, then the stream's close.
  */
-export async function copyInto(tx: Tx, copy: string, text: string): Promise<void> {
-  const w = await tx.unsafe(copy).writable();
-  w.on('error', () => {}); // reported through the write callback or the next statement
-  await new Promise<void>((resolve, reject) => w.write(text, (e) => (e ? reject(e) : resolve())));
-  // With nothing buffered, end() runs the stream's final step at once (Node ≥ 15), which sends
-  // CopyDone and frees the connection for the next statement.
-  w.end();
-}
+export class CopySession {
+  private open: NodeJS.WritableStream & { closed?: boolean; once(ev: 'close', f: () => void): unknown } | null = null;
 
-/**
- * Runs `next` (the statement after a COPY in the same transaction) and turns "transaction
- * aborted" into {@link CopyFailed}: the COPY itself was refused (see {@link copyInto}).
- */
-export async function afterCopy<T>(next: () => Promise<T>): Promise<T> {
-  try {
-    return await next();
-  } catch (err) {
-    if ((err as { code?: unknown }).code === '25P02') throw new CopyFailed('COPY into events failed in Postgres');
-    throw err;
+  constructor(private readonly tx: Tx) {}
+
+  /**
+   * Sends `text` (COPY text-format lines) to `copy` (a `COPY … FROM STDIN` statement); resolves
+   * once the data and the end are sent. The caller must {@link settle} before the transaction ends.
+   * @throws CopyFailed when a previous COPY failed; the driver's error when this one failed early.
+   */
+  async copy(copy: string, text: string): Promise<void> {
+    await this.settle();
+    const w = await this.tx.unsafe(copy).writable();
+    w.on('error', () => {}); // reported through the write callback or by settle()
+    this.open = w;
+    await new Promise<void>((resolve, reject) => w.write(text, (e) => (e ? reject(e) : resolve())));
+    // With nothing buffered, end() runs the stream's final step at once (Node ≥ 15): CopyDone is
+    // sent and the connection takes the next statement.
+    w.end();
+  }
+
+  /**
+   * Confirms the last COPY, if any: resolves when it is stored in the transaction.
+   * @throws CopyFailed when Postgres refused it (the transaction is aborted).
+   */
+  async settle(): Promise<void> {
+    const w = this.open;
+    if (!w) return;
+    this.open = null;
+    try {
+      await this.tx`SELECT 1`;
+    } catch (err) {
+      if ((err as { code?: unknown }).code === '25P02') throw new CopyFailed('a COPY failed in Postgres');
+      throw err;
+    }
+    if (!w.closed) await new Promise<void>((resolve) => w.once('close', resolve));
   }
 }
 
 /** COPYs `events` (deduplicated under the ingestion lock: module doc) into `events`. */
-export async function copyEvents(tx: Tx, events: readonly IngestEvent[], personIds: readonly (string | null)[]): Promise<void> {
-  await copyInto(tx, 'COPY events (project_id, uuid, event, distinct_id, person_id, properties, timestamp) FROM STDIN',
+export async function copyEvents(copies: CopySession, events: readonly IngestEvent[], personIds: readonly (string | null)[]): Promise<void> {
+  await copies.copy('COPY events (project_id, uuid, event, distinct_id, person_id, properties, timestamp) FROM STDIN',
     eventCopyLines(events, personIds));
 }

@@ -14,6 +14,7 @@ import type { PendingQuery } from 'postgres';
 import type { Tx } from '../db/connect.js';
 import type { IngestEvent } from '../../contract/events.js';
 import { FEATURE_FLAG_CALLED } from './flag-usage.js';
+import { copyText, type CopySession } from './events-copy.js';
 
 /** Timestamps a row keeps; beyond, `times` is NULL and readers probe the events (migration 0017). */
 export const MAX_KEPT_TIMES = 64;
@@ -46,14 +47,59 @@ const UPSERT = `ON CONFLICT (project_id, event, month, person_id) DO UPDATE SET
 /** UTC month start of `t` (the partition key's rule, {@link MONTH_OF}). */
 const monthOf = (t: Date) => new Date(Date.UTC(t.getUTCFullYear(), t.getUTCMonth(), 1));
 
+/** A folded row: project, event, UTC month, person, and the sorted times of its events. */
+interface FoldedRow { p: number; e: string; m: Date; u: string; times: Date[] }
+
+/** `rows` as COPY text lines of `person_event_times` (events-copy.ts escapes the event name). */
+function foldedCopyLines(rows: readonly FoldedRow[]): string {
+  let out = '';
+  for (const r of rows) {
+    const t = r.times;
+    const first = t[0]!.toISOString();
+    const last = t.length === 1 ? first : t[t.length - 1]!.toISOString();
+    // ISO instants hold no comma, brace, quote or space: the array literal needs no quoting.
+    const times = t.length > MAX_KEPT_TIMES ? '\\N' : t.length === 1 ? `{${first}}` : `{${t.map((x) => x.toISOString()).join(',')}}`;
+    out += `${r.p}\t${copyText(r.e)}\t${r.m.toISOString()}\t${r.u}\t${t.length}\t${first}\t${last}\t${times}\n`;
+  }
+  return out;
+}
+
+/** Upserts `rows` (keys all distinct) into `person_event_times`: counts added, LEAST / GREATEST, times merged ({@link UPSERT}). */
+async function upsertFolded(tx: Tx, rows: readonly FoldedRow[]): Promise<void> {
+  const names: string[] = [];
+  const nameIndex = new Map<string, number>();
+  const ps: number[] = [], es: number[] = [], ms: string[] = [], us: string[] = [], ns: number[] = [], fs: string[] = [], ls: string[] = [], tss: string[] = [];
+  for (const r of rows) {
+    const t = r.times;
+    let ei = nameIndex.get(r.e);
+    if (ei === undefined) { ei = names.length + 1; names.push(r.e); nameIndex.set(r.e, ei); }
+    ps.push(r.p); es.push(ei); ms.push(r.m.toISOString()); us.push(r.u); ns.push(t.length);
+    fs.push(t[0]!.toISOString()); ls.push(t[t.length - 1]!.toISOString());
+    tss.push(t.length > MAX_KEPT_TIMES ? 'N' : `{${t.map((x) => x.toISOString()).join(',')}}`);
+  }
+  // Columns travel as comma- (times: semicolon-) joined text: ids, numbers and ISO instants hold
+  // neither, and the driver escapes array parameters character by character. Event names, which
+  // may hold anything, go once each as a text[] indexed by the rows.
+  await tx`INSERT INTO person_event_times AS p (project_id, event, month, person_id, n, first_ts, last_ts, times)
+    SELECT v.p, (${names}::text[])[v.e], v.m, v.u, v.n, v.f, v.l, v.ts::timestamptz[]
+    FROM unnest(string_to_array(${ps.join(',')}, ',')::bigint[], string_to_array(${es.join(',')}, ',')::int[],
+      string_to_array(${ms.join(',')}, ',')::timestamptz[], string_to_array(${us.join(',')}, ',')::uuid[],
+      string_to_array(${ns.join(',')}, ',')::int[], string_to_array(${fs.join(',')}, ',')::timestamptz[],
+      string_to_array(${ls.join(',')}, ',')::timestamptz[], string_to_array(${tss.join(';')}, ';', 'N')) AS v(p, e, m, u, n, f, l, ts)
+    ${tx.unsafe(UPSERT)}`;
+}
+
 /**
  * Folds `events` — all of them inserted by this transaction, none stored before (the COPY path,
  * events-copy.ts), `personIds[i]` events[i]'s person — into `person_event_times`: the rows of
- * {@link FOLDED_ROWS}, grouped here instead of in Postgres, in one upsert. Resolves to the
- * number of rows sent.
+ * {@link FOLDED_ROWS}, grouped here instead of in Postgres. Rows of persons in `newPersons`
+ * (uuids this transaction generated, so no row can name them yet) are COPYed; the others are
+ * upserted in one statement; the caller settles `copies` before the transaction ends.
+ * Resolves to the number of rows written.
  */
-export async function foldEventTimes(tx: Tx, events: readonly IngestEvent[], personIds: readonly (string | null)[]): Promise<number> {
-  const groups = new Map<string, { p: number; e: string; m: Date; u: string; times: Date[] }>();
+export async function foldEventTimes(tx: Tx, copies: CopySession, events: readonly IngestEvent[], personIds: readonly (string | null)[],
+  newPersons: ReadonlySet<string>): Promise<number> {
+  const groups = new Map<string, FoldedRow>();
   for (let i = 0; i < events.length; i++) {
     const ev = events[i]!;
     const u = personIds[i];
@@ -65,20 +111,20 @@ export async function foldEventTimes(tx: Tx, events: readonly IngestEvent[], per
     else groups.set(k, { p: ev.projectId, e: ev.event, m, u, times: [ev.timestamp] });
   }
   if (groups.size === 0) return 0;
-  const rows = [];
+  const fresh: FoldedRow[] = [];
+  const known: FoldedRow[] = [];
   for (const g of groups.values()) {
-    const t = g.times.length === 1 ? g.times : g.times.sort((a, b) => a.getTime() - b.getTime());
-    const first = t[0]!.toISOString();
-    const last = t.length === 1 ? first : t[t.length - 1]!.toISOString();
-    // ISO instants hold no comma, brace, quote or space: the array literal needs no quoting.
-    const ts = t.length > MAX_KEPT_TIMES ? null : t.length === 1 ? `{${first}}` : `{${t.map((x) => x.toISOString()).join(',')}}`;
-    rows.push({ p: g.p, e: g.e, m: g.m.toISOString(), u: g.u, n: t.length, f: first, l: last, ts });
+    if (g.times.length > 1) g.times.sort((a, b) => a.getTime() - b.getTime());
+    (newPersons.has(g.u) ? fresh : known).push(g);
   }
-  await tx`INSERT INTO person_event_times AS p (project_id, event, month, person_id, n, first_ts, last_ts, times)
-    SELECT p, e, m, u, n, f, l, ts::timestamptz[]
-    FROM json_to_recordset(${JSON.stringify(rows)}::text::json) AS v(p bigint, e text, m timestamptz, u uuid, n int, f timestamptz, l timestamptz, ts text)
-    ${tx.unsafe(UPSERT)}`;
-  return rows.length;
+  if (known.length > 0) {
+    await copies.settle();
+    await upsertFolded(tx, known);
+  }
+  if (fresh.length > 0) {
+    await copies.copy('COPY person_event_times (project_id, event, month, person_id, n, first_ts, last_ts, times) FROM STDIN', foldedCopyLines(fresh));
+  }
+  return groups.size;
 }
 
 /**

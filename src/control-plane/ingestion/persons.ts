@@ -71,6 +71,8 @@ export class PersonBatch {
   private readonly pendingIds = new Map<string, { projectId: number; distinctId: string; person: PersonState }>();
   /** Persons created or changed since the last flush. */
   private readonly touched = new Set<PersonState>();
+  /** Uuids of the persons this batch created (fresh random uuids: no stored row names them). */
+  readonly createdUuids = new Set<string>();
   /** True once a merge ran: from then on every changed person is read back at the end. */
   private merged = false;
 
@@ -127,6 +129,7 @@ export class PersonBatch {
 
   private create(projectId: number, distinctIds: string[], properties: Properties, isIdentified: boolean, createdAt: Date): PersonState {
     const s: PersonState = { id: null, uuid: crypto.randomUUID(), projectId, properties, isIdentified, createdAt, distinctIds: [] };
+    this.createdUuids.add(s.uuid);
     for (const d of distinctIds) this.point(projectId, d, s);
     this.touched.add(s);
     return s;

@@ -13,8 +13,8 @@
  *   5. groups    — `$groupidentify` and `$groups` type mappings (groups.ts);
  *   6. events    — one `COPY` (events-copy.ts: no conflict is possible under the lock after the
  *                  dedupe; the month partitions it needs are created first: event-partitions.ts),
- *                  then one upsert of the events' `person_event_times` rows grouped here
- *                  (person-event-times.ts). Should the COPY fail, the batch is rerun once on the
+ *                  then the events' `person_event_times` rows grouped here, COPYed for persons
+ *                  the batch created and upserted for the others (person-event-times.ts). Should the COPY fail, the batch is rerun once on the
  *                  statement path: one `INSERT … ON CONFLICT DO NOTHING` that folds the inserted
  *                  events in the same statement, which reports Postgres' own error;
  *   7. definitions, flag usage — one statement each for the batch;
@@ -36,7 +36,7 @@ import { ChangeSet } from './changes.js';
 import { storedEvents } from './dedupe.js';
 import { recordEventDefinitions } from './definitions.js';
 import { foldEventTimes, insertFoldingTimes } from './person-event-times.js';
-import { afterCopy, copyEvents, CopyFailed } from './events-copy.js';
+import { copyEvents, CopyFailed, CopySession } from './events-copy.js';
 import { recordExposures } from './exposures.js';
 import { recordFlagUsage } from './flag-usage.js';
 import { processGroups, type GroupTypeCache } from './groups.js';
@@ -75,7 +75,8 @@ export async function ingestEvents(sql: Sql, events: readonly unknown[], dead: r
   try {
     return await ingestOnce(sql, events, dead, true);
   } catch (err) {
-    if (!(err instanceof CopyFailed)) throw err;
+    // 25P02 (transaction aborted) too: a statement that ran after a refused COPY.
+    if (!(err instanceof CopyFailed) && (err as { code?: unknown } | null)?.code !== '25P02') throw err;
     return ingestOnce(sql, events, dead, false);
   }
 }
@@ -201,12 +202,12 @@ async function ingestValid(tx: Tx, validIn: IngestEvent[], recordsIn: HashKeyOve
       }
       await persons.flush();
       if (copy) {
-        await copyEvents(tx, fresh, personIds);
+        const copies = new CopySession(tx);
+        await copyEvents(copies, fresh, personIds);
         inserted = fresh.length;
-        await afterCopy(async () => {
-          await foldEventTimes(tx, fresh, personIds);
-          await recordEventDefinitions(tx, fresh);
-        });
+        await foldEventTimes(tx, copies, fresh, personIds, persons.createdUuids);
+        await copies.settle();
+        await recordEventDefinitions(tx, fresh);
       } else {
         // Rows travel as one JSON text (json_to_recordset): the driver escapes array parameters
         // character by character, which cost more than the statement itself at 10,000 events.

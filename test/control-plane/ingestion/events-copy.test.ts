@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from '../../support/db.js';
 import { ingestEvents } from '../../../src/control-plane/ingestion/service.js';
-import { afterCopy, copyInto, CopyFailed } from '../../../src/control-plane/ingestion/events-copy.js';
+import { CopyFailed, CopySession } from '../../../src/control-plane/ingestion/events-copy.js';
 import { seedOrganization, seedProject } from '../../support/seed.js';
 
 let db: TestDatabase;
@@ -59,18 +59,21 @@ test('the same event twice in a batch and a redelivered batch are stored and cou
   assert.deepEqual(row!.times.map((t) => t.toISOString()), [a.timestamp, b.timestamp]);
 });
 
-test('a COPY Postgres refuses is reported as CopyFailed by the next statement and the transaction rolls back', async () => {
+test('a COPY Postgres refuses is reported as CopyFailed when settled and the transaction rolls back; COPYs in a row all land', async () => {
   await db.sql`CREATE TABLE copy_probe (n int NOT NULL)`;
   await assert.rejects(db.sql.begin(async (tx) => {
-    await copyInto(tx, 'COPY copy_probe (n) FROM STDIN', '1\nnot a number\n');
-    await afterCopy(() => tx`SELECT 1`);
+    const copies = new CopySession(tx);
+    await copies.copy('COPY copy_probe (n) FROM STDIN', '1\nnot a number\n');
+    await copies.settle();
   }), CopyFailed);
+  // Two COPYs back to back in one transaction, each settled before the next.
   await db.sql.begin(async (tx) => {
-    await copyInto(tx, 'COPY copy_probe (n) FROM STDIN', '1\n2\n');
-    await afterCopy(() => tx`SELECT 1`);
+    const copies = new CopySession(tx);
+    for (let i = 0; i < 20; i++) await copies.copy('COPY copy_probe (n) FROM STDIN', '1\n2\n');
+    await copies.settle();
   });
   const [{ n }] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM copy_probe`;
-  assert.equal(n, 2);
+  assert.equal(n, 40);
 });
 
 test('an event stored by another transaction after the dedupe: the COPY fails, the rerun counts it a duplicate, one row', async () => {
