@@ -193,7 +193,8 @@ async function ingestValid(tx: Tx, validIn: IngestEvent[], recordsIn: HashKeyOve
     let inserted = 0;
     if (fresh.length > 0) {
       const groupTypes: GroupTypeCache = new Map();
-      const persons = new PersonBatch(tx, changes, refused);
+      const copies = copy ? new CopySession(tx) : null;
+      const persons = new PersonBatch(tx, changes, refused, copies);
       await persons.preload(fresh);
       const personIds: (string | null)[] = [];
       for (const ev of fresh) {
@@ -201,8 +202,7 @@ async function ingestValid(tx: Tx, validIn: IngestEvent[], recordsIn: HashKeyOve
         await processGroups(tx, changes, groupTypes, ev, refused);
       }
       await persons.flush();
-      if (copy) {
-        const copies = new CopySession(tx);
+      if (copies) {
         await copyEvents(copies, fresh, personIds);
         inserted = fresh.length;
         await foldEventTimes(tx, copies, fresh, personIds, persons.createdUuids);
