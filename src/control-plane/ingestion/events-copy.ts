@@ -37,13 +37,12 @@ export function copyJson(v: unknown): string {
   return s.includes('\\') ? s.replace(/\\/g, '\\\\') : s;
 }
 
-/** The COPY text lines of `events` (personIds[i] is events[i]'s person uuid or null). */
-export function eventCopyLines(events: readonly IngestEvent[], personIds: readonly (string | null)[]): string {
+/** The COPY text lines of `events` (personIds[i] is events[i]'s person uuid or null, isos[i] its timestamp's ISO text). */
+export function eventCopyLines(events: readonly IngestEvent[], personIds: readonly (string | null)[], isos: readonly string[]): string {
   let out = '';
   for (let i = 0; i < events.length; i++) {
     const e = events[i]!;
-    const pid = personIds[i];
-    out += `${e.projectId}\t${e.uuid}\t${copyText(e.event)}\t${copyText(e.distinctId)}\t${pid ?? '\\N'}\t${copyJson(e.properties)}\t${e.timestamp.toISOString()}\n`;
+    out += `${e.projectId}\t${e.uuid}\t${copyText(e.event)}\t${copyText(e.distinctId)}\t${personIds[i] ?? '\\N'}\t${copyJson(e.properties)}\t${isos[i]}\n`;
   }
   return out;
 }
@@ -96,7 +95,8 @@ export class CopySession {
 }
 
 /** COPYs `events` (deduplicated under the ingestion lock: module doc) into `events`. */
-export async function copyEvents(copies: CopySession, events: readonly IngestEvent[], personIds: readonly (string | null)[]): Promise<void> {
+export async function copyEvents(copies: CopySession, events: readonly IngestEvent[], personIds: readonly (string | null)[],
+  isos: readonly string[]): Promise<void> {
   await copies.copy('COPY events (project_id, uuid, event, distinct_id, person_id, properties, timestamp) FROM STDIN',
-    eventCopyLines(events, personIds));
+    eventCopyLines(events, personIds, isos));
 }

@@ -44,22 +44,24 @@ const UPSERT = `ON CONFLICT (project_id, event, month, person_id) DO UPDATE SET
           WHEN EXCLUDED.first_ts >= p.last_ts THEN p.times || EXCLUDED.times
           ELSE ARRAY(SELECT t FROM unnest(p.times || EXCLUDED.times) t ORDER BY t) END`;
 
-/** UTC month start of `t` (the partition key's rule, {@link MONTH_OF}). */
-const monthOf = (t: Date) => new Date(Date.UTC(t.getUTCFullYear(), t.getUTCMonth(), 1));
+/**
+ * UTC month start of an instant given as `Date.toISOString()` text (the partition key's rule,
+ * {@link MONTH_OF}): normalised events are within years 1–9999, whose ISO text is fixed-width.
+ */
+const monthOfIso = (iso: string) => `${iso.slice(0, 7)}-01T00:00:00.000Z`;
 
-/** A folded row: project, event, UTC month, person, and the sorted times of its events. */
-interface FoldedRow { p: number; e: string; m: Date; u: string; times: Date[] }
+/** A folded row: project, event, UTC month, person, and the times of its events (ISO text, sorted once grouped). */
+interface FoldedRow { p: number; e: string; m: string; u: string; times: string[] }
 
-/** `rows` as COPY text lines of `person_event_times` (events-copy.ts escapes the event name). */
+/** The `times` array literal of a row, or null past {@link MAX_KEPT_TIMES} (ISO text holds no comma, brace, quote or space). */
+const timesLiteral = (t: readonly string[]) => (t.length > MAX_KEPT_TIMES ? null : t.length === 1 ? `{${t[0]}}` : `{${t.join(',')}}`);
+
+/** `rows` as COPY text lines of `person_event_times`. */
 function foldedCopyLines(rows: readonly FoldedRow[]): string {
   let out = '';
   for (const r of rows) {
     const t = r.times;
-    const first = t[0]!.toISOString();
-    const last = t.length === 1 ? first : t[t.length - 1]!.toISOString();
-    // ISO instants hold no comma, brace, quote or space: the array literal needs no quoting.
-    const times = t.length > MAX_KEPT_TIMES ? '\\N' : t.length === 1 ? `{${first}}` : `{${t.map((x) => x.toISOString()).join(',')}}`;
-    out += `${r.p}\t${copyText(r.e)}\t${r.m.toISOString()}\t${r.u}\t${t.length}\t${first}\t${last}\t${times}\n`;
+    out += `${r.p}\t${copyText(r.e)}\t${r.m}\t${r.u}\t${t.length}\t${t[0]}\t${t[t.length - 1]}\t${timesLiteral(t) ?? '\\N'}\n`;
   }
   return out;
 }
@@ -68,53 +70,54 @@ function foldedCopyLines(rows: readonly FoldedRow[]): string {
 async function upsertFolded(tx: Tx, rows: readonly FoldedRow[]): Promise<void> {
   const names: string[] = [];
   const nameIndex = new Map<string, number>();
-  const ps: number[] = [], es: number[] = [], ms: string[] = [], us: string[] = [], ns: number[] = [], fs: string[] = [], ls: string[] = [], tss: string[] = [];
+  let ps = '', es = '', ms = '', us = '', ns = '', fs = '', ls = '', tss = '';
   for (const r of rows) {
     const t = r.times;
     let ei = nameIndex.get(r.e);
     if (ei === undefined) { ei = names.length + 1; names.push(r.e); nameIndex.set(r.e, ei); }
-    ps.push(r.p); es.push(ei); ms.push(r.m.toISOString()); us.push(r.u); ns.push(t.length);
-    fs.push(t[0]!.toISOString()); ls.push(t[t.length - 1]!.toISOString());
-    tss.push(t.length > MAX_KEPT_TIMES ? 'N' : `{${t.map((x) => x.toISOString()).join(',')}}`);
+    const sep = ps === '' ? '' : ',';
+    ps += sep + r.p; es += sep + ei; ms += sep + r.m; us += sep + r.u; ns += sep + t.length;
+    fs += sep + t[0]; ls += sep + t[t.length - 1]; tss += (tss === '' ? '' : ';') + (timesLiteral(t) ?? 'N');
   }
   // Columns travel as comma- (times: semicolon-) joined text: ids, numbers and ISO instants hold
   // neither, and the driver escapes array parameters character by character. Event names, which
   // may hold anything, go once each as a text[] indexed by the rows.
   await tx`INSERT INTO person_event_times AS p (project_id, event, month, person_id, n, first_ts, last_ts, times)
     SELECT v.p, (${names}::text[])[v.e], v.m, v.u, v.n, v.f, v.l, v.ts::timestamptz[]
-    FROM unnest(string_to_array(${ps.join(',')}, ',')::bigint[], string_to_array(${es.join(',')}, ',')::int[],
-      string_to_array(${ms.join(',')}, ',')::timestamptz[], string_to_array(${us.join(',')}, ',')::uuid[],
-      string_to_array(${ns.join(',')}, ',')::int[], string_to_array(${fs.join(',')}, ',')::timestamptz[],
-      string_to_array(${ls.join(',')}, ',')::timestamptz[], string_to_array(${tss.join(';')}, ';', 'N')) AS v(p, e, m, u, n, f, l, ts)
+    FROM unnest(string_to_array(${ps}, ',')::bigint[], string_to_array(${es}, ',')::int[],
+      string_to_array(${ms}, ',')::timestamptz[], string_to_array(${us}, ',')::uuid[],
+      string_to_array(${ns}, ',')::int[], string_to_array(${fs}, ',')::timestamptz[],
+      string_to_array(${ls}, ',')::timestamptz[], string_to_array(${tss}, ';', 'N')) AS v(p, e, m, u, n, f, l, ts)
     ${tx.unsafe(UPSERT)}`;
 }
 
 /**
  * Folds `events` — all of them inserted by this transaction, none stored before (the COPY path,
- * events-copy.ts), `personIds[i]` events[i]'s person — into `person_event_times`: the rows of
- * {@link FOLDED_ROWS}, grouped here instead of in Postgres. Rows of persons in `newPersons`
- * (uuids this transaction generated, so no row can name them yet) are COPYed; the others are
- * upserted in one statement; the caller settles `copies` before the transaction ends.
- * Resolves to the number of rows written.
+ * events-copy.ts), `personIds[i]` events[i]'s person, `isos[i]` its timestamp's ISO text — into
+ * `person_event_times`: the rows of {@link FOLDED_ROWS}, grouped here instead of in Postgres.
+ * Rows of persons in `newPersons` (uuids this transaction generated, so no row can name them
+ * yet) are COPYed; the others are upserted in one statement; the caller settles `copies` before
+ * the transaction ends. Resolves to the number of rows written.
  */
 export async function foldEventTimes(tx: Tx, copies: CopySession, events: readonly IngestEvent[], personIds: readonly (string | null)[],
-  newPersons: ReadonlySet<string>): Promise<number> {
+  isos: readonly string[], newPersons: ReadonlySet<string>): Promise<number> {
   const groups = new Map<string, FoldedRow>();
   for (let i = 0; i < events.length; i++) {
     const ev = events[i]!;
     const u = personIds[i];
     if (!u || ev.event === FEATURE_FLAG_CALLED) continue;
-    const m = monthOf(ev.timestamp);
-    const k = `${ev.projectId}\u0000${ev.event}\u0000${m.getTime()}\u0000${u}`;
+    const iso = isos[i]!;
+    const m = monthOfIso(iso);
+    const k = `${u}\u0000${m}\u0000${ev.projectId}\u0000${ev.event}`;
     const g = groups.get(k);
-    if (g) g.times.push(ev.timestamp);
-    else groups.set(k, { p: ev.projectId, e: ev.event, m, u, times: [ev.timestamp] });
+    if (g) g.times.push(iso);
+    else groups.set(k, { p: ev.projectId, e: ev.event, m, u, times: [iso] });
   }
   if (groups.size === 0) return 0;
   const fresh: FoldedRow[] = [];
   const known: FoldedRow[] = [];
   for (const g of groups.values()) {
-    if (g.times.length > 1) g.times.sort((a, b) => a.getTime() - b.getTime());
+    if (g.times.length > 1) g.times.sort(); // fixed-width ISO text sorts as time
     (newPersons.has(g.u) ? fresh : known).push(g);
   }
   if (known.length > 0) {

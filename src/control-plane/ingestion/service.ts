@@ -203,9 +203,10 @@ async function ingestValid(tx: Tx, validIn: IngestEvent[], recordsIn: HashKeyOve
       }
       await persons.flush();
       if (copies) {
-        await copyEvents(copies, fresh, personIds);
+        const isos = fresh.map((e) => e.timestamp.toISOString());
+        await copyEvents(copies, fresh, personIds, isos);
         inserted = fresh.length;
-        await foldEventTimes(tx, copies, fresh, personIds, persons.createdUuids);
+        await foldEventTimes(tx, copies, fresh, personIds, isos, persons.createdUuids);
         await copies.settle();
         await recordEventDefinitions(tx, fresh);
       } else {
