@@ -14,6 +14,7 @@
  * The month partitions must exist (ensureEventPartitions runs before the transaction): COPY into
  * the partitioned parent routes each row to its partition.
  */
+import type { PendingQuery } from 'postgres';
 import type { Tx } from '../db/connect.js';
 import type { IngestEvent } from '../../contract/events.js';
 
@@ -77,15 +78,17 @@ export class CopySession {
   }
 
   /**
-   * Confirms the last COPY, if any: resolves when it is stored in the transaction.
-   * @throws CopyFailed when Postgres refused it (the transaction is aborted).
+   * Confirms the last COPY, if any, with `next` (one statement of the transaction, which runs in
+   * any case) or else `SELECT 1`: resolves when the COPY is stored in the transaction and `next`
+   * has run.
+   * @throws CopyFailed when Postgres refused the COPY (the transaction is aborted).
    */
-  async settle(): Promise<void> {
+  async settle(next?: PendingQuery<never[]>): Promise<void> {
     const w = this.open;
-    if (!w) return;
+    if (!w) { if (next) await next; return; }
     this.open = null;
     try {
-      await this.tx`SELECT 1`;
+      await (next ?? this.tx`SELECT 1`);
     } catch (err) {
       if ((err as { code?: unknown }).code === '25P02') throw new CopyFailed('a COPY failed in Postgres');
       throw err;

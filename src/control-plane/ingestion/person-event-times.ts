@@ -66,8 +66,8 @@ function foldedCopyLines(rows: readonly FoldedRow[]): string {
   return out;
 }
 
-/** Upserts `rows` (keys all distinct) into `person_event_times`: counts added, LEAST / GREATEST, times merged ({@link UPSERT}). */
-async function upsertFolded(tx: Tx, rows: readonly FoldedRow[]): Promise<void> {
+/** The upsert of `rows` (keys all distinct) into `person_event_times`: counts added, LEAST / GREATEST, times merged ({@link UPSERT}). */
+function upsertFolded(tx: Tx, rows: readonly FoldedRow[]): PendingQuery<never[]> {
   const names: string[] = [];
   const nameIndex = new Map<string, number>();
   let ps = '', es = '', ms = '', us = '', ns = '', fs = '', ls = '', tss = '';
@@ -82,7 +82,7 @@ async function upsertFolded(tx: Tx, rows: readonly FoldedRow[]): Promise<void> {
   // Columns travel as comma- (times: semicolon-) joined text: ids, numbers and ISO instants hold
   // neither, and the driver escapes array parameters character by character. Event names, which
   // may hold anything, go once each as a text[] indexed by the rows.
-  await tx`INSERT INTO person_event_times AS p (project_id, event, month, person_id, n, first_ts, last_ts, times)
+  return tx`INSERT INTO person_event_times AS p (project_id, event, month, person_id, n, first_ts, last_ts, times)
     SELECT v.p, (${names}::text[])[v.e], v.m, v.u, v.n, v.f, v.l, v.ts::timestamptz[]
     FROM unnest(string_to_array(${ps}, ',')::bigint[], string_to_array(${es}, ',')::int[],
       string_to_array(${ms}, ',')::timestamptz[], string_to_array(${us}, ',')::uuid[],
@@ -120,10 +120,8 @@ export async function foldEventTimes(tx: Tx, copies: CopySession, events: readon
     if (g.times.length > 1) g.times.sort(); // fixed-width ISO text sorts as time
     (newPersons.has(g.u) ? fresh : known).push(g);
   }
-  if (known.length > 0) {
-    await copies.settle();
-    await upsertFolded(tx, known);
-  }
+  // The upsert confirms the COPY before it, if any (events-copy.ts CopySession.settle).
+  if (known.length > 0) await copies.settle(upsertFolded(tx, known));
   if (fresh.length > 0) {
     await copies.copy('COPY person_event_times (project_id, event, month, person_id, n, first_ts, last_ts, times) FROM STDIN', foldedCopyLines(fresh));
   }
