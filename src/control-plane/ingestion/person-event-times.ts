@@ -101,22 +101,40 @@ function upsertFolded(tx: Tx, rows: readonly FoldedRow[]): PendingQuery<never[]>
  */
 export async function foldEventTimes(tx: Tx, copies: CopySession, events: readonly IngestEvent[], personIds: readonly (string | null)[],
   isos: readonly string[], newPersons: ReadonlySet<string>): Promise<number> {
-  const groups = new Map<string, FoldedRow>();
+  // Grouped by person first (a person has one row per batch in live capture): no key text is
+  // built per event, and the month text is reused while events stay in one month.
+  const byPerson = new Map<string, FoldedRow | FoldedRow[]>();
+  const groups: FoldedRow[] = [];
+  let monthPrefix = '';
+  let m = '';
   for (let i = 0; i < events.length; i++) {
     const ev = events[i]!;
     const u = personIds[i];
     if (!u || ev.event === FEATURE_FLAG_CALLED) continue;
     const iso = isos[i]!;
-    const m = monthOfIso(iso);
-    const k = `${u}\u0000${m}\u0000${ev.projectId}\u0000${ev.event}`;
-    const g = groups.get(k);
-    if (g) g.times.push(iso);
-    else groups.set(k, { p: ev.projectId, e: ev.event, m, u, times: [iso] });
+    if (!iso.startsWith(monthPrefix) || monthPrefix === '') { m = monthOfIso(iso); monthPrefix = iso.slice(0, 7); }
+    const seen = byPerson.get(u);
+    let g: FoldedRow | undefined;
+    if (seen !== undefined) {
+      const list = Array.isArray(seen) ? seen : [seen];
+      g = list.find((r) => r.m === m && r.p === ev.projectId && r.e === ev.event);
+      if (g) g.times.push(iso);
+      else {
+        g = { p: ev.projectId, e: ev.event, m, u, times: [iso] };
+        list.push(g);
+        groups.push(g);
+        if (list.length === 2) byPerson.set(u, list);
+      }
+    } else {
+      g = { p: ev.projectId, e: ev.event, m, u, times: [iso] };
+      byPerson.set(u, g);
+      groups.push(g);
+    }
   }
-  if (groups.size === 0) return 0;
+  if (groups.length === 0) return 0;
   const fresh: FoldedRow[] = [];
   const known: FoldedRow[] = [];
-  for (const g of groups.values()) {
+  for (const g of groups) {
     if (g.times.length > 1) g.times.sort(); // fixed-width ISO text sorts as time
     (newPersons.has(g.u) ? fresh : known).push(g);
   }
@@ -125,7 +143,7 @@ export async function foldEventTimes(tx: Tx, copies: CopySession, events: readon
   if (fresh.length > 0) {
     await copies.copy('COPY person_event_times (project_id, event, month, person_id, n, first_ts, last_ts, times) FROM STDIN', foldedCopyLines(fresh));
   }
-  return groups.size;
+  return groups.length;
 }
 
 /**
