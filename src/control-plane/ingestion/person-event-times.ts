@@ -1,6 +1,7 @@
 /**
  * The per-person pre-aggregate of event times (table `person_event_times`,
- * migration 0017), kept in the same statement that inserts a batch's events: for each event
+ * migration 0017), kept in the transaction that stores a batch's events ({@link foldEventTimes}
+ * after their COPY; {@link insertFoldingTimes} in the statement path's insert): for each event
  * actually inserted (a redelivered one is not counted twice) with a person, the row (project,
  * event, UTC month, person) counts it, widens [first_ts, last_ts], and merges its timestamp into
  * the sorted `times` while the row holds at most {@link MAX_KEPT_TIMES} events (NULL after).

@@ -14,9 +14,11 @@
  *   6. events    — one `COPY` (events-copy.ts: no conflict is possible under the lock after the
  *                  dedupe; the month partitions it needs are created first: event-partitions.ts),
  *                  then the events' `person_event_times` rows grouped here, COPYed for persons
- *                  the batch created and upserted for the others (person-event-times.ts). Should the COPY fail, the batch is rerun once on the
- *                  statement path: one `INSERT … ON CONFLICT DO NOTHING` that folds the inserted
- *                  events in the same statement, which reports Postgres' own error;
+ *                  the batch created and upserted for the others (person-event-times.ts). Should
+ *                  a COPY fail (here or in stage 4), the batch is rerun once on the statement
+ *                  path: one `INSERT … ON CONFLICT DO NOTHING` that folds the inserted events in
+ *                  the same statement (and statements for persons), which reports Postgres' own
+ *                  error;
  *   7. definitions, flag usage — one statement each for the batch;
  *   8. change log — person / group / override / mapping entries, last (changes.ts).
  *
