@@ -28,10 +28,10 @@ function ev(event: string, distinctId: string, properties: Record<string, unknow
   return { uuid: crypto.randomUUID(), project_id: projectId, event, distinct_id: distinctId, properties, timestamp: new Date(clock).toISOString() };
 }
 
-test('names, distinct ids and properties holding tabs, newlines, backslashes, \\N and unicode round-trip exactly', async () => {
+test('names, distinct ids, event and person properties holding tabs, newlines, backslashes, \\N and unicode round-trip exactly', async () => {
   const tricky = 'a\tb\nc\rd\\e\\N\\\\t "q" \'s\' é 漢字 🙂 \u2028 {x,y}';
   const props = { [tricky]: tricky, list: [tricky, '\\N', 1.5, null, true], nested: { k: '\\', t: '\t' }, empty: '' };
-  const e = ev(`ev ${tricky}`, `id ${tricky}`, props);
+  const e = ev(`ev ${tricky}`, `id ${tricky}`, { ...props, $set: { [tricky]: tricky } });
   const bare = ev('\\N', '\\N', {});
   assert.deepEqual(await ingestEvents(db.sql, [e, bare]), { inserted: 2, duplicates: 0, invalid: 0 });
   const rows = await db.sql<{ uuid: string; event: string; distinct_id: string; properties: unknown; person_id: string | null }[]>`
@@ -39,7 +39,12 @@ test('names, distinct ids and properties holding tabs, newlines, backslashes, \\
   const byUuid = new Map(rows.map((r) => [r.uuid, r]));
   assert.equal(byUuid.get(e.uuid)!.event, `ev ${tricky}`);
   assert.equal(byUuid.get(e.uuid)!.distinct_id, `id ${tricky}`);
-  assert.deepEqual(byUuid.get(e.uuid)!.properties, props);
+  assert.deepEqual(byUuid.get(e.uuid)!.properties, { ...props, $set: { [tricky]: tricky } });
+  // The new person and its distinct id went in by COPY too.
+  const [person] = await db.sql<{ uuid: string; properties: unknown }[]>`SELECT p.uuid::text, p.properties FROM person_distinct_ids d
+    JOIN persons p ON p.id = d.person_id WHERE d.project_id = ${projectId} AND d.distinct_id = ${`id ${tricky}`}`;
+  assert.equal(person!.uuid, byUuid.get(e.uuid)!.person_id);
+  assert.deepEqual(person!.properties, { [tricky]: tricky });
   assert.equal(byUuid.get(bare.uuid)!.event, '\\N');
   assert.equal(byUuid.get(bare.uuid)!.distinct_id, '\\N');
   assert.notEqual(byUuid.get(bare.uuid)!.person_id, null, 'the text \\N is a distinct id with a person, not NULL');
