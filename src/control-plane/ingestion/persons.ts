@@ -22,6 +22,7 @@
 import crypto from 'node:crypto';
 import type { Tx } from '../db/connect.js';
 import type { ChangeSet } from './changes.js';
+import { copyJson, copyText, type CopySession } from './events-copy.js';
 import { moveHashKeyOverrides } from './hash-key-overrides.js';
 import { applyPropertyUpdates, withinPropertiesBound, type RefusedUpdates } from './properties.js';
 import type { IngestEvent, Properties } from '../../contract/events.js';
@@ -71,10 +72,19 @@ export class PersonBatch {
   private readonly pendingIds = new Map<string, { projectId: number; distinctId: string; person: PersonState }>();
   /** Persons created or changed since the last flush. */
   private readonly touched = new Set<PersonState>();
+  /** project+distinct id of the ids Postgres was seen to have no row for (and none written since). */
+  private readonly absent = new Set<string>();
+  /** Uuids of the persons this batch created (fresh random uuids: no stored row names them). */
+  readonly createdUuids = new Set<string>();
   /** True once a merge ran: from then on every changed person is read back at the end. */
   private merged = false;
 
-  constructor(private readonly tx: Tx, private readonly changes: ChangeSet, private readonly refused: RefusedUpdates = { count: 0 }) {}
+  /**
+   * With `copies`, new persons and distinct ids Postgres has no row for are written with COPY
+   * ({@link flush}); without, with statements that tolerate conflicts.
+   */
+  constructor(private readonly tx: Tx, private readonly changes: ChangeSet, private readonly refused: RefusedUpdates = { count: 0 },
+    private readonly copies: CopySession | null = null) {}
 
   /** Loads the persons of every distinct id `events` mention, in one query. */
   async preload(events: readonly IngestEvent[]): Promise<void> {
@@ -88,6 +98,7 @@ export class PersonBatch {
       projects.push(projectId);
       ids.push(distinctId);
       this.byDistinctId.set(k, null);
+      this.absent.add(k);
     };
     for (const ev of events) {
       add(ev.projectId, ev.distinctId);
@@ -109,6 +120,7 @@ export class PersonBatch {
         byId.set(r.id, s);
       }
       this.byDistinctId.set(key(r.project_id, r.distinct_id), s);
+      this.absent.delete(key(r.project_id, r.distinct_id));
     }
   }
 
@@ -122,11 +134,13 @@ export class PersonBatch {
       WHERE d.project_id = ${projectId} AND d.distinct_id = ${distinctId}`;
     const s = r ? { id: r.id, uuid: r.uuid, projectId, properties: r.properties, isIdentified: r.is_identified, createdAt: r.created_at, distinctIds: null } : null;
     this.byDistinctId.set(k, s);
+    if (!s) this.absent.add(k);
     return s;
   }
 
   private create(projectId: number, distinctIds: string[], properties: Properties, isIdentified: boolean, createdAt: Date): PersonState {
     const s: PersonState = { id: null, uuid: crypto.randomUUID(), projectId, properties, isIdentified, createdAt, distinctIds: [] };
+    this.createdUuids.add(s.uuid);
     for (const d of distinctIds) this.point(projectId, d, s);
     this.touched.add(s);
     return s;
@@ -216,15 +230,24 @@ export class PersonBatch {
   }
 
   /**
-   * Writes new persons, distinct ids and changed persons (three bulk statements, rows as one JSON
-   * text each: see service.ts); records the changes.
+   * Writes new persons, distinct ids and changed persons (bulk statements, rows as one JSON text
+   * each: see service.ts); records the changes. With a CopySession, new persons (ids drawn from
+   * the sequence first, fresh uuids) and distinct ids Postgres had no row for are COPYed, and the
+   * COPYs are settled before this resolves: under the project lock (locks.ts), which every writer
+   * of persons and distinct ids takes, no other transaction can add those keys meanwhile.
    */
   async flush(): Promise<void> {
     if (this.touched.size === 0 && this.pendingIds.size === 0) return;
     const tx = this.tx;
     const fresh = [...this.touched].filter((s) => s.id === null);
     const created = new Set(fresh);
-    if (fresh.length > 0) {
+    const copies = this.copies;
+    if (fresh.length > 0 && copies) {
+      await copies.settle();
+      const ids = await tx<{ id: number }[]>`SELECT nextval(q.s::regclass) AS id
+        FROM (SELECT pg_get_serial_sequence('persons', 'id') AS s) q, generate_series(1, ${fresh.length})`;
+      fresh.forEach((s, i) => { s.id = ids[i]!.id; });
+    } else if (fresh.length > 0) {
       const rows = await tx<{ id: number; uuid: string }[]>`
         INSERT INTO persons (uuid, project_id, properties, is_identified, created_at)
         SELECT u, p, props, ident, ca
@@ -237,20 +260,40 @@ export class PersonBatch {
     }
     const existing = [...this.touched].filter((s) => s.id !== null && !created.has(s));
     if (existing.length > 0) {
+      await copies?.settle();
       await tx`
         UPDATE persons SET properties = v.props, is_identified = v.ident, version = persons.version + 1
         FROM json_to_recordset(${JSON.stringify(existing.map((s) => ({ id: s.id, props: s.properties, ident: s.isIdentified })))}::text::json)
           AS v(id bigint, props jsonb, ident boolean)
         WHERE persons.id = v.id`;
     }
-    if (this.pendingIds.size > 0) {
-      const pending = [...this.pendingIds.values()];
+    const pending = [...this.pendingIds.entries()];
+    const copied = copies ? pending.filter(([k]) => this.absent.has(k)) : [];
+    const upserted = copies ? pending.filter(([k]) => !this.absent.has(k)) : pending;
+    if (upserted.length > 0) {
+      await copies?.settle();
       await tx`
         INSERT INTO person_distinct_ids (project_id, distinct_id, person_id)
-        SELECT p, d, pid FROM json_to_recordset(${JSON.stringify(pending.map((x) => ({ p: x.projectId, d: x.distinctId, pid: x.person.id })))}::text::json)
+        SELECT p, d, pid FROM json_to_recordset(${JSON.stringify(upserted.map(([, x]) => ({ p: x.projectId, d: x.distinctId, pid: x.person.id })))}::text::json)
           AS v(p bigint, d text, pid bigint)
         ON CONFLICT (project_id, distinct_id) DO UPDATE SET person_id = EXCLUDED.person_id`;
-      for (const x of pending) this.changes.personChanged(x.person.id!);
+    }
+    if (fresh.length > 0 && copies) {
+      let lines = '';
+      for (const s of fresh) {
+        lines += `${s.id}\t${s.uuid}\t${s.projectId}\t${copyJson(s.properties)}\t${s.isIdentified ? 't' : 'f'}\t${s.createdAt.toISOString()}\n`;
+      }
+      await copies.copy('COPY persons (id, uuid, project_id, properties, is_identified, created_at) FROM STDIN', lines);
+    }
+    if (copied.length > 0) {
+      let lines = '';
+      for (const [, x] of copied) lines += `${x.projectId}\t${copyText(x.distinctId)}\t${x.person.id}\n`;
+      await copies!.copy('COPY person_distinct_ids (project_id, distinct_id, person_id) FROM STDIN', lines);
+    }
+    await copies?.settle();
+    for (const [k, x] of pending) {
+      this.absent.delete(k);
+      this.changes.personChanged(x.person.id!);
     }
     for (const s of this.touched) {
       // A person this batch created is known whole (no other distinct id, no cohort row can

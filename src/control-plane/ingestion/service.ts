@@ -11,10 +11,14 @@
  *   4. persons   — per event, in batch order, on an in-memory copy loaded in one query and
  *                  written back in bulk (persons.ts), giving each event its person uuid;
  *   5. groups    — `$groupidentify` and `$groups` type mappings (groups.ts);
- *   6. events    — one bulk insert, ON CONFLICT (project_id, uuid, timestamp) DO NOTHING as a
- *                  safety net (the month partitions it needs are created first: event-partitions.ts);
- *                  the same statement folds the inserted events into `person_event_times`
- *                  (person-event-times.ts);
+ *   6. events    — one `COPY` (events-copy.ts: no conflict is possible under the lock after the
+ *                  dedupe; the month partitions it needs are created first: event-partitions.ts),
+ *                  then the events' `person_event_times` rows grouped here, COPYed for persons
+ *                  the batch created and upserted for the others (person-event-times.ts). Should
+ *                  a COPY fail (here or in stage 4), the batch is rerun once on the statement
+ *                  path: one `INSERT … ON CONFLICT DO NOTHING` that folds the inserted events in
+ *                  the same statement (and statements for persons), which reports Postgres' own
+ *                  error;
  *   7. definitions, flag usage — one statement each for the batch;
  *   8. change log — person / group / override / mapping entries, last (changes.ts).
  *
@@ -33,7 +37,8 @@ import { ensureEventPartitions } from './event-partitions.js';
 import { ChangeSet } from './changes.js';
 import { storedEvents } from './dedupe.js';
 import { recordEventDefinitions } from './definitions.js';
-import { insertFoldingTimes } from './person-event-times.js';
+import { foldEventTimes, insertFoldingTimes } from './person-event-times.js';
+import { copyEvents, CopyFailed, CopySession } from './events-copy.js';
 import { recordExposures } from './exposures.js';
 import { recordFlagUsage } from './flag-usage.js';
 import { processGroups, type GroupTypeCache } from './groups.js';
@@ -69,6 +74,17 @@ export interface IngestResult {
  * Resolves after commit; rejects (and rolls back everything) on a database error.
  */
 export async function ingestEvents(sql: Sql, events: readonly unknown[], dead: readonly DeadLetter[] = []): Promise<IngestResult> {
+  try {
+    return await ingestOnce(sql, events, dead, true);
+  } catch (err) {
+    // 25P02 (transaction aborted) too: a statement that ran after a refused COPY.
+    if (!(err instanceof CopyFailed) && (err as { code?: unknown } | null)?.code !== '25P02') throw err;
+    return ingestOnce(sql, events, dead, false);
+  }
+}
+
+/** {@link ingestEvents} with the events written by COPY (`copy`) or by the statement path (module doc, stage 6). */
+async function ingestOnce(sql: Sql, events: readonly unknown[], dead: readonly DeadLetter[], copy: boolean): Promise<IngestResult> {
   let valid: IngestEvent[] = [];
   let records: HashKeyOverrideRecord[] = [];
   let invalid = 0;
@@ -95,7 +111,7 @@ export async function ingestEvents(sql: Sql, events: readonly unknown[], dead: r
   await ensureEventPartitions(sql, valid.map((e) => e.timestamp));
   return sql.begin(async (tx) => {
     await writeDeadLetters(tx, deadLetters);
-    return withDead(await ingestValid(tx, valid, records, invalid));
+    return withDead(await ingestValid(tx, valid, records, invalid, copy));
   }) as Promise<IngestResult>;
 }
 
@@ -148,7 +164,7 @@ export function isDeterministic(err: unknown): boolean {
 }
 
 /** The batch's valid events and override records, inside `tx` (stages 2–8 of the module doc). */
-async function ingestValid(tx: Tx, validIn: IngestEvent[], recordsIn: HashKeyOverrideRecord[], invalidIn: number): Promise<IngestResult> {
+async function ingestValid(tx: Tx, validIn: IngestEvent[], recordsIn: HashKeyOverrideRecord[], invalidIn: number, copy: boolean): Promise<IngestResult> {
   let valid = validIn;
   let records = recordsIn;
   let invalid = invalidIn;
@@ -179,7 +195,8 @@ async function ingestValid(tx: Tx, validIn: IngestEvent[], recordsIn: HashKeyOve
     let inserted = 0;
     if (fresh.length > 0) {
       const groupTypes: GroupTypeCache = new Map();
-      const persons = new PersonBatch(tx, changes, refused);
+      const copies = copy ? new CopySession(tx) : null;
+      const persons = new PersonBatch(tx, changes, refused, copies);
       await persons.preload(fresh);
       const personIds: (string | null)[] = [];
       for (const ev of fresh) {
@@ -187,20 +204,29 @@ async function ingestValid(tx: Tx, validIn: IngestEvent[], recordsIn: HashKeyOve
         await processGroups(tx, changes, groupTypes, ev, refused);
       }
       await persons.flush();
-      // Rows travel as one JSON text (json_to_recordset): the driver escapes array parameters
-      // character by character, which cost more than the statement itself at 10,000 events.
-      const eventRows = JSON.stringify(fresh.map((e, i) => ({
-        p: e.projectId, u: e.uuid, e: e.event, d: e.distinctId, pid: personIds[i], props: e.properties, t: e.timestamp.toISOString(),
-      })));
-      // The inserted events are folded into the per-person event times in the same statement.
-      const [folded] = await insertFoldingTimes(tx, tx`
-        INSERT INTO events (project_id, uuid, event, distinct_id, person_id, properties, timestamp)
-        SELECT p, u, e, d, pid, props, t
-        FROM json_to_recordset(${eventRows}::text::json) AS v(p bigint, u uuid, e text, d text, pid uuid, props jsonb, t timestamptz)
-        ON CONFLICT (project_id, uuid, timestamp) DO NOTHING
-        RETURNING project_id, event, person_id, timestamp`);
-      inserted = folded!.inserted;
-      await recordEventDefinitions(tx, fresh);
+      if (copies) {
+        const isos = fresh.map((e) => e.timestamp.toISOString());
+        await copyEvents(copies, fresh, personIds, isos);
+        inserted = fresh.length;
+        await foldEventTimes(tx, copies, fresh, personIds, isos, persons.createdUuids);
+        await copies.settle();
+        await recordEventDefinitions(tx, fresh);
+      } else {
+        // Rows travel as one JSON text (json_to_recordset): the driver escapes array parameters
+        // character by character, which cost more than the statement itself at 10,000 events.
+        const eventRows = JSON.stringify(fresh.map((e, i) => ({
+          p: e.projectId, u: e.uuid, e: e.event, d: e.distinctId, pid: personIds[i], props: e.properties, t: e.timestamp.toISOString(),
+        })));
+        // The inserted events are folded into the per-person event times in the same statement.
+        const [folded] = await insertFoldingTimes(tx, tx`
+          INSERT INTO events (project_id, uuid, event, distinct_id, person_id, properties, timestamp)
+          SELECT p, u, e, d, pid, props, t
+          FROM json_to_recordset(${eventRows}::text::json) AS v(p bigint, u uuid, e text, d text, pid uuid, props jsonb, t timestamptz)
+          ON CONFLICT (project_id, uuid, timestamp) DO NOTHING
+          RETURNING project_id, event, person_id, timestamp`);
+        inserted = folded!.inserted;
+        await recordEventDefinitions(tx, fresh);
+      }
       await recordFlagUsage(tx, fresh);
       await recordExposures(tx, fresh, personIds);
     }
