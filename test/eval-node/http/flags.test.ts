@@ -4,6 +4,7 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import zlib from 'node:zlib';
 import { startTestNode, postFlags, request, flag, standardFlags, worldChanges, PROJECT_TOKEN, LIMITED_TOKEN, type TestNode } from './fixture.js';
 
@@ -342,4 +343,47 @@ test('fuzz: malformed requests never crash the node', async () => {
     JSON.parse(r.text);
   }
   assert.equal((await request(node.url + '/_health')).status, 200);
+});
+
+/** The complete HTTP/1.1 answers at the start of `text`, in order: status and parsed JSON body. */
+function answersIn(text: string): { status: number; body: Record<string, any> }[] {
+  const out: { status: number; body: Record<string, any> }[] = [];
+  let at = 0;
+  for (;;) {
+    const headEnd = text.indexOf('\r\n\r\n', at);
+    if (headEnd < 0) return out;
+    const head = text.slice(at, headEnd);
+    const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1]);
+    if (!Number.isInteger(length) || text.length < headEnd + 4 + length) return out;
+    out.push({ status: Number(head.slice(9, 12)), body: JSON.parse(text.slice(headEnd + 4, headEnd + 4 + length)) });
+    at = headEnd + 4 + length;
+  }
+}
+
+test('pipelined requests on one connection, across /flags and /decide, are answered in the order they came', async () => {
+  const { port } = new URL(node.url);
+  const post = (p: string, body: object) => {
+    const b = JSON.stringify(body);
+    return `POST ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(b)}\r\n\r\n${b}`;
+  };
+  const socket = net.connect(Number(port), '127.0.0.1');
+  const answers = await new Promise<ReturnType<typeof answersIn>>((resolve, reject) => {
+    let got = '';
+    socket.on('error', reject);
+    // A server that stalls on pipelined requests answers nothing: fail in seconds, not at the file's limit.
+    socket.setTimeout(5000, () => reject(new Error(`${answersIn(got).length} of 3 answers after 5 s`)));
+    socket.on('data', (d) => {
+      got += d.toString('latin1');
+      const a = answersIn(got);
+      if (a.length === 3) resolve(a);
+    });
+    // One write: the node reads all three requests at once.
+    socket.write(post('/flags?v=2', { ...base, distinct_id: 'first', person_properties: { email: 'a@example.com' } })
+      + post('/decide?v=3', { ...base, distinct_id: 'second' })
+      + post('/flags?v=2', { ...base, distinct_id: 'third', person_properties: { email: 'a@mail.test' } }));
+  }).finally(() => socket.destroy());
+  assert.deepEqual(answers.map((a) => a.status), [200, 200, 200]);
+  assert.equal(answers[0]!.body.flags['email-flag'].enabled, true, 'the first answer is the first request\'s');
+  assert.equal(answers[1]!.body.featureFlags['always-on'], true, 'the second answer is the decide request\'s');
+  assert.equal(answers[2]!.body.flags['email-flag'].enabled, false, 'the third answer is the third request\'s');
 });
