@@ -24,7 +24,7 @@ import type { Tx } from '../db/connect.js';
 import type { ChangeSet } from './changes.js';
 import { copyJson, copyText, type CopySession } from './events-copy.js';
 import { moveHashKeyOverrides } from './hash-key-overrides.js';
-import { applyPropertyUpdates, withinPropertiesBound, type RefusedUpdates } from './properties.js';
+import { applyPropertyUpdates, hasPropertyUpdates, withinPropertiesBound, type RefusedUpdates } from './properties.js';
 import type { IngestEvent, Properties } from '../../contract/events.js';
 import { personEntity } from '../../contract/entities.js';
 
@@ -33,7 +33,12 @@ interface PersonState {
   id: number | null;
   uuid: string;
   projectId: number;
-  properties: Properties;
+  /**
+   * null until needed: a person the batch's events only name (no property update, no link) is
+   * loaded without its properties ({@link PersonBatch.preload}); {@link PersonBatch.propertiesOf}
+   * reads them when something turns out to need them.
+   */
+  properties: Properties | null;
   isIdentified: boolean;
   createdAt: Date;
   /** Every distinct id of a person created by this batch (null for one loaded from Postgres). */
@@ -86,30 +91,36 @@ export class PersonBatch {
   constructor(private readonly tx: Tx, private readonly changes: ChangeSet, private readonly refused: RefusedUpdates = { count: 0 },
     private readonly copies: CopySession | null = null) {}
 
-  /** Loads the persons of every distinct id `events` mention, in one query. */
+  /**
+   * Loads the persons of every distinct id `events` mention, in one query: with their properties
+   * only where an event updates them or links two ids (the rest, most of live traffic, only need
+   * the person's uuid).
+   */
   async preload(events: readonly IngestEvent[]): Promise<void> {
-    const projects: number[] = [];
-    const ids: string[] = [];
-    const seen = new Set<string>();
-    const add = (projectId: number, distinctId: string) => {
+    const rowsIn: { p: number; d: string; n: boolean }[] = [];
+    const index = new Map<string, number>();
+    const add = (projectId: number, distinctId: string, needsProperties: boolean) => {
       const k = key(projectId, distinctId);
-      if (seen.has(k)) return;
-      seen.add(k);
-      projects.push(projectId);
-      ids.push(distinctId);
+      const at = index.get(k);
+      if (at !== undefined) {
+        if (needsProperties) rowsIn[at]!.n = true;
+        return;
+      }
+      index.set(k, rowsIn.length);
+      rowsIn.push({ p: projectId, d: distinctId, n: needsProperties });
       this.byDistinctId.set(k, null);
       this.absent.add(k);
     };
     for (const ev of events) {
-      add(ev.projectId, ev.distinctId);
       const l = linkedId(ev);
-      if (l) add(ev.projectId, l.other);
+      add(ev.projectId, ev.distinctId, l !== null || hasPropertyUpdates(ev.properties));
+      if (l) add(ev.projectId, l.other, true);
     }
-    if (ids.length === 0) return;
-    const rows = await this.tx<{ project_id: number; distinct_id: string; id: number; uuid: string; properties: Properties;
+    if (rowsIn.length === 0) return;
+    const rows = await this.tx<{ project_id: number; distinct_id: string; id: number; uuid: string; properties: Properties | null;
       is_identified: boolean; created_at: Date }[]>`
-      SELECT d.project_id, d.distinct_id, p.id, p.uuid, p.properties, p.is_identified, p.created_at
-      FROM json_to_recordset(${JSON.stringify(ids.map((d, i) => ({ p: projects[i], d })))}::text::json) AS v(p bigint, d text)
+      SELECT d.project_id, d.distinct_id, p.id, p.uuid, CASE WHEN v.n THEN p.properties END AS properties, p.is_identified, p.created_at
+      FROM json_to_recordset(${JSON.stringify(rowsIn)}::text::json) AS v(p bigint, d text, n boolean)
       JOIN person_distinct_ids d ON d.project_id = v.p AND d.distinct_id = v.d
       JOIN persons p ON p.id = d.person_id`;
     const byId = new Map<number, PersonState>();
@@ -118,6 +129,8 @@ export class PersonBatch {
       if (!s) {
         s = { id: r.id, uuid: r.uuid, projectId: r.project_id, properties: r.properties, isIdentified: r.is_identified, createdAt: r.created_at, distinctIds: null };
         byId.set(r.id, s);
+      } else if (s.properties === null) {
+        s.properties = r.properties; // another of its distinct ids needed them
       }
       this.byDistinctId.set(key(r.project_id, r.distinct_id), s);
       this.absent.delete(key(r.project_id, r.distinct_id));
@@ -136,6 +149,15 @@ export class PersonBatch {
     this.byDistinctId.set(k, s);
     if (!s) this.absent.add(k);
     return s;
+  }
+
+  /** `s`'s properties, read from Postgres when the preload left them out (see PersonState). */
+  private async propertiesOf(s: PersonState): Promise<Properties> {
+    if (s.properties === null) {
+      const [r] = await this.tx<{ properties: Properties }[]>`SELECT properties FROM persons WHERE id = ${s.id}`;
+      s.properties = r?.properties ?? {};
+    }
+    return s.properties;
   }
 
   private create(projectId: number, distinctIds: string[], properties: Properties, isIdentified: boolean, createdAt: Date): PersonState {
@@ -186,7 +208,7 @@ export class PersonBatch {
     const tx = this.tx;
     const from = { id: other.id!, uuid: other.uuid };
     const to = { id: into.id!, uuid: into.uuid };
-    into.properties = { ...other.properties, ...into.properties };
+    into.properties = { ...(await this.propertiesOf(other)), ...(await this.propertiesOf(into)) };
     into.createdAt = other.createdAt < into.createdAt ? other.createdAt : into.createdAt;
     into.isIdentified = true;
     await tx`UPDATE person_distinct_ids SET person_id = ${to.id} WHERE person_id = ${from.id}`;
@@ -220,7 +242,8 @@ export class PersonBatch {
       if (applyPropertyUpdates(properties, p) && !withinPropertiesBound(properties)) { this.refused.count++; properties = {}; }
       return this.create(ev.projectId, [ev.distinctId], properties, false, ev.timestamp).uuid;
     }
-    const properties = { ...person.properties };
+    if (!hasPropertyUpdates(p)) return person.uuid;
+    const properties = { ...(await this.propertiesOf(person)) };
     if (applyPropertyUpdates(properties, p)) {
       if (!withinPropertiesBound(properties)) { this.refused.count++; return person.uuid; }
       person.properties = properties;
@@ -261,8 +284,9 @@ export class PersonBatch {
     const existing = [...this.touched].filter((s) => s.id !== null && !created.has(s));
     if (existing.length > 0) {
       await copies?.settle();
+      // props is null for a person whose properties the batch never read (PersonState): they stay.
       await tx`
-        UPDATE persons SET properties = v.props, is_identified = v.ident, version = persons.version + 1
+        UPDATE persons SET properties = COALESCE(v.props, persons.properties), is_identified = v.ident, version = persons.version + 1
         FROM json_to_recordset(${JSON.stringify(existing.map((s) => ({ id: s.id, props: s.properties, ident: s.isIdentified })))}::text::json)
           AS v(id bigint, props jsonb, ident boolean)
         WHERE persons.id = v.id`;
@@ -298,7 +322,7 @@ export class PersonBatch {
     for (const s of this.touched) {
       // A person this batch created is known whole (no other distinct id, no cohort row can
       // name it before commit): its change-log entry is built from memory, not read back.
-      if (created.has(s) && s.distinctIds !== null && !this.merged) {
+      if (created.has(s) && s.distinctIds !== null && s.properties !== null && !this.merged) {
         this.changes.personState(s.id!, personEntity({ uuid: s.uuid, project_id: s.projectId, properties: s.properties }, s.distinctIds));
       } else {
         this.changes.personChanged(s.id!);

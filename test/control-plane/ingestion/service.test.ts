@@ -147,6 +147,32 @@ test('person changes enter the change log once per batch with the final state', 
   assert.deepEqual(await changesSince(rev2), [], 'no change → no entry');
 });
 
+test('events that change no person leave its properties whole, in a batch beside events that do, through any of its distinct ids', async () => {
+  const t = crypto.randomUUID();
+  const [a, a2, b, c, anon] = ['a', 'a2', 'b', 'c', 'anon'].map((x) => `np-${x}-${t}`);
+  // Stored persons: A (two distinct ids), B and C, each with properties.
+  await ingestEvents(db.sql, [ev('e', a, { $set: { keep: 'a', n: 1 } }), ev('$identify', a, { $anon_distinct_id: a2 }),
+    ev('e', b, { $set: { keep: 'b' } }), ev('e', c, { $set: { keep: 'c' } })]);
+  assert.deepEqual((await personOf(a2))!.distinct_ids, [a, a2].sort());
+  const rev = await maxRevision();
+  await ingestEvents(db.sql, [
+    ev('$pageview', a), // A named by an event that changes nothing first…
+    ev('e', a2, { $set: { n: 2 } }), // …then updated through its other distinct id
+    ev('$pageview', b), // B only named: never read, never written
+    ev('$pageview', c), ev('e', c, { $unset: ['missing'] }), // C: an update that changes nothing
+    ev('$identify', c, { $anon_distinct_id: anon }), // and a link that marks C identified
+  ]);
+  assert.deepEqual((await personOf(a))!.properties, { keep: 'a', n: 2 });
+  assert.deepEqual((await personOf(b))!.properties, { keep: 'b' });
+  const pc = (await personOf(anon))!;
+  assert.deepEqual(pc.properties, { keep: 'c' });
+  assert.equal(pc.is_identified, true);
+  assert.deepEqual(pc.distinct_ids, [anon, c].sort());
+  const changed = (await changesSince(rev)).filter((x) => x.kind === 'person').map((x) => (x.payload as { properties: { keep: string } }).properties);
+  assert.deepEqual(changed.sort((x, y) => (x.keep < y.keep ? -1 : 1)), [{ keep: 'a', n: 2 }, { keep: 'c' }],
+    'A and C enter the change log with their whole properties; B does not');
+});
+
 test('$identify merges the anonymous person into the identified one', async () => {
   const anon = `anon-${crypto.randomUUID()}`;
   const user = `user-${crypto.randomUUID()}`;
