@@ -104,7 +104,7 @@ export async function foldEventTimes(tx: Tx, copies: CopySession, events: readon
   isos: readonly string[], newPersons: ReadonlySet<string>): Promise<number> {
   // Grouped by person first (a person has one row per batch in live capture): no key text is
   // built per event, and the month text is reused while events stay in one month.
-  const byPerson = new Map<string, FoldedRow | FoldedRow[]>();
+  const byPerson = new Map<string, FoldedRow[]>();
   const groups: FoldedRow[] = [];
   let monthPrefix = '';
   let m = '';
@@ -113,23 +113,15 @@ export async function foldEventTimes(tx: Tx, copies: CopySession, events: readon
     const u = personIds[i];
     if (!u || ev.event === FEATURE_FLAG_CALLED) continue;
     const iso = isos[i]!;
-    if (!iso.startsWith(monthPrefix) || monthPrefix === '') { m = monthOfIso(iso); monthPrefix = iso.slice(0, 7); }
-    const seen = byPerson.get(u);
-    let g: FoldedRow | undefined;
-    if (seen !== undefined) {
-      const list = Array.isArray(seen) ? seen : [seen];
-      g = list.find((r) => r.m === m && r.p === ev.projectId && r.e === ev.event);
-      if (g) g.times.push(iso);
-      else {
-        g = { p: ev.projectId, e: ev.event, m, u, times: [iso] };
-        list.push(g);
-        groups.push(g);
-        if (list.length === 2) byPerson.set(u, list);
-      }
-    } else {
-      g = { p: ev.projectId, e: ev.event, m, u, times: [iso] };
-      byPerson.set(u, g);
-      groups.push(g);
+    if (monthPrefix === '' || !iso.startsWith(monthPrefix)) { m = monthOfIso(iso); monthPrefix = iso.slice(0, 7); }
+    let rows = byPerson.get(u);
+    if (rows === undefined) byPerson.set(u, rows = []);
+    const g = rows.find((r) => r.m === m && r.p === ev.projectId && r.e === ev.event);
+    if (g !== undefined) g.times.push(iso);
+    else {
+      const row: FoldedRow = { p: ev.projectId, e: ev.event, m, u, times: [iso] };
+      rows.push(row);
+      groups.push(row);
     }
   }
   if (groups.length === 0) return 0;

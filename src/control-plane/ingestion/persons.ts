@@ -265,8 +265,8 @@ export class PersonBatch {
     const fresh = [...this.touched].filter((s) => s.id === null);
     const created = new Set(fresh);
     const copies = this.copies;
+    // Every flush ends with its COPYs settled, so the statements below never follow an open COPY.
     if (fresh.length > 0 && copies) {
-      await copies.settle();
       const ids = await tx<{ id: number }[]>`SELECT nextval(q.s::regclass) AS id
         FROM (SELECT pg_get_serial_sequence('persons', 'id') AS s) q, generate_series(1, ${fresh.length})`;
       fresh.forEach((s, i) => { s.id = ids[i]!.id; });
@@ -283,7 +283,6 @@ export class PersonBatch {
     }
     const existing = [...this.touched].filter((s) => s.id !== null && !created.has(s));
     if (existing.length > 0) {
-      await copies?.settle();
       // props is null for a person whose properties the batch never read (PersonState): they stay.
       await tx`
         UPDATE persons SET properties = COALESCE(v.props, persons.properties), is_identified = v.ident, version = persons.version + 1
@@ -295,7 +294,6 @@ export class PersonBatch {
     const copied = copies ? pending.filter(([k]) => this.absent.has(k)) : [];
     const upserted = copies ? pending.filter(([k]) => !this.absent.has(k)) : pending;
     if (upserted.length > 0) {
-      await copies?.settle();
       await tx`
         INSERT INTO person_distinct_ids (project_id, distinct_id, person_id)
         SELECT p, d, pid FROM json_to_recordset(${JSON.stringify(upserted.map(([, x]) => ({ p: x.projectId, d: x.distinctId, pid: x.person.id })))}::text::json)

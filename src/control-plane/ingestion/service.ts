@@ -210,7 +210,6 @@ async function ingestValid(tx: Tx, validIn: IngestEvent[], recordsIn: HashKeyOve
         inserted = fresh.length;
         await foldEventTimes(tx, copies, fresh, personIds, isos, persons.createdUuids);
         await copies.settle();
-        await recordEventDefinitions(tx, fresh);
       } else {
         // Rows travel as one JSON text (json_to_recordset): the driver escapes array parameters
         // character by character, which cost more than the statement itself at 10,000 events.
@@ -225,8 +224,8 @@ async function ingestValid(tx: Tx, validIn: IngestEvent[], recordsIn: HashKeyOve
           ON CONFLICT (project_id, uuid, timestamp) DO NOTHING
           RETURNING project_id, event, person_id, timestamp`);
         inserted = folded!.inserted;
-        await recordEventDefinitions(tx, fresh);
       }
+      await recordEventDefinitions(tx, fresh);
       await recordFlagUsage(tx, fresh);
       await recordExposures(tx, fresh, personIds);
     }
