@@ -103,3 +103,20 @@ test('an event stored by another transaction after the dedupe: the COPY fails, t
   const [{ m }] = await world.db.sql<{ m: number }[]>`SELECT count(*)::int AS m FROM person_event_times WHERE event = 'raced'`;
   assert.equal(m, 0, 'nothing folded for an event this batch did not store');
 });
+
+test('a transaction whose backend dies while a COPY is unconfirmed fails with CONNECTION_CLOSED; the process and the pool live', async () => {
+  // The driver then writes its ROLLBACK to the dead connection; unguarded, that write throws
+  // outside any promise and ends the process (scripts/patch-postgres.mjs).
+  await world.db.sql`CREATE TABLE IF NOT EXISTS copy_probe (n int NOT NULL)`;
+  await assert.rejects(world.db.sql.begin(async (tx) => {
+    const [{ pid }] = await tx<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
+    const copies = new CopySession(tx);
+    await copies.copy('COPY copy_probe (n) FROM STDIN', '1\n2\n');
+    await world.db.sql`SELECT pg_terminate_backend(${pid})`;
+    await new Promise((r) => setTimeout(r, 300));
+    await copies.settle();
+  }), (e: unknown) => ['CONNECTION_CLOSED', '57P01'].includes((e as { code?: string }).code ?? ''));
+  await new Promise((r) => setTimeout(r, 100)); // the driver's deferred writes have run
+  const [{ one }] = await world.db.sql<{ one: number }[]>`SELECT 1 AS one`;
+  assert.equal(one, 1, 'the pool still serves');
+});
